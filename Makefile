@@ -1,0 +1,67 @@
+# kvcmp build.  `make test` and `make fuzz` install missing Debian
+# packages first (make deps).  See README.md.
+
+CC ?= gcc
+BUILD ?= build
+DEBIAN_PACKAGES := gcc make libmpfr-dev libgmp-dev libcriterion-dev libcjson-dev gcovr clang
+STD_FLAGS := -std=c17 -D_GNU_SOURCE -g -Wall -Wextra -fno-fast-math -ffp-contract=off -fopenmp
+OPT_FLAGS ?= -O2
+AVX512_FLAGS := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma
+LIBS := -lmpfr -lgmp -lcjson -lm -ldl -fopenmp
+SANITIZE := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+
+COMMON_SRC := $(wildcard common/*.c)
+REFERENCE_SRC := $(wildcard reference/*.c)
+OPTIMIZED_SRC := $(wildcard optimized/*.c)
+HARNESS_SRC := $(filter-out harness/main.c,$(wildcard harness/*.c))
+LIB_SRC := $(COMMON_SRC) $(REFERENCE_SRC) $(OPTIMIZED_SRC) $(HARNESS_SRC)
+TEST_SRC := $(wildcard tests/test_*.c)
+
+# Release objects in $(BUILD)/obj, sanitized test objects in $(BUILD)/asan.
+obj = $(patsubst %.c,$(BUILD)/$(1)/%.o,$(2))
+
+.PHONY: all deps test fuzz exhaustive bench clean check-deps
+all: $(BUILD)/kvcmp
+
+deps:
+	@bash tools/deps.sh $(DEBIAN_PACKAGES)
+
+$(BUILD)/obj/optimized/%.o: optimized/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(STD_FLAGS) $(OPT_FLAGS) $(AVX512_FLAGS) -MMD -c $< -o $@
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(STD_FLAGS) $(OPT_FLAGS) -MMD -c $< -o $@
+$(BUILD)/asan/optimized/%.o: optimized/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(STD_FLAGS) -O1 $(SANITIZE) $(AVX512_FLAGS) -MMD -c $< -o $@
+$(BUILD)/asan/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(STD_FLAGS) -O1 $(SANITIZE) -MMD -c $< -o $@
+
+$(BUILD)/kvcmp: $(call obj,obj,$(LIB_SRC) harness/main.c)
+	$(CC) $(STD_FLAGS) $^ -o $@ $(LIBS)
+
+$(BUILD)/asan/kvcmp: $(call obj,asan,$(LIB_SRC) harness/main.c)
+	$(CC) $(STD_FLAGS) $(SANITIZE) $^ -o $@ $(LIBS)
+
+$(BUILD)/asan/tests: $(call obj,asan,$(LIB_SRC) $(TEST_SRC))
+	$(CC) $(STD_FLAGS) $(SANITIZE) $^ -o $@ $(LIBS) -lcriterion
+
+# The test suite: unit and property tests under ASan/UBSan, replay of the
+# shared case corpora and of fixtures/regressions.  Criterion prints the
+# closing summary.
+test: deps
+	$(MAKE) --no-print-directory $(BUILD)/asan/tests $(BUILD)/kvcmp
+	ASAN_OPTIONS=detect_leaks=0 KVCMP_SHARED=$(abspath ../shared) $(BUILD)/asan/tests --jobs 2
+
+exhaustive: deps $(BUILD)/kvcmp-exhaustive
+	$(BUILD)/kvcmp-exhaustive
+
+$(BUILD)/kvcmp-exhaustive: $(call obj,obj,$(LIB_SRC) tools/exhaustive.c)
+	$(CC) $(STD_FLAGS) $^ -o $@ $(LIBS)
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,203 @@
+/* Case directories: see case_io.h. */
+#include "case_io.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <dirent.h>
+
+static const char *const stage_names[KVC_STAGE_COUNT] = {
+    "v4.save_partial_states", "v4.compress", "v4.forward", "v41.save_compress_norm",
+    "v41.rope_quant_insert", "v41.rope_plain_insert", "v41.forward",
+};
+static const char *const cache_dtype_names[] = {"fp8_ds_mla", "fp8_indexer", "bf16", "fp8_e4m3"};
+
+const char *kvc_stage_name(kvc_stage stage) { return stage < KVC_STAGE_COUNT ? stage_names[stage] : "?"; }
+int kvc_stage_from_name(const char *name) {
+    for (int i = 0; i < KVC_STAGE_COUNT; i++)
+        if (strcmp(name, stage_names[i]) == 0) return i;
+    return -1;
+}
+const char *kvc_cache_dtype_name(kvc_cache_dtype dtype) { return cache_dtype_names[dtype]; }
+int kvc_cache_dtype_from_name(const char *name) {
+    for (int i = 0; i < 4; i++)
+        if (strcmp(name, cache_dtype_names[i]) == 0) return i;
+    return -1;
+}
+
+#define FAIL(...) do { snprintf(error, error_size, __VA_ARGS__); goto fail; } while (0)
+
+static char *read_text(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *text = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (text && fread(text, 1, (size_t)n, f) != (size_t)n) { free(text); text = NULL; }
+    if (text) text[n] = 0;
+    fclose(f);
+    return text;
+}
+
+int kvc_is_case_dir(const char *dir) {
+    char path[4096];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/case.json", dir);
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static int number_param(cJSON *params, const char *key, double *value) {
+    cJSON *item = cJSON_GetObjectItemCaseSensitive(params, key);
+    if (!cJSON_IsNumber(item)) return 0;
+    *value = item->valuedouble;
+    return 1;
+}
+
+static int parse_json(const char *dir, kvc_case *c, char *error, size_t error_size) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/case.json", dir);
+    char *text = read_text(path);
+    cJSON *root = NULL;
+    if (!text) { snprintf(error, error_size, "cannot read %s: %s", path, strerror(errno)); return -1; }
+    root = cJSON_Parse(text);
+    if (!root) FAIL("%s: not valid JSON (near: %.40s)", path, cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() : "?");
+    cJSON *format = cJSON_GetObjectItemCaseSensitive(root, "format");
+    if (!cJSON_IsString(format) || strcmp(format->valuestring, "dsv4c-case/1") != 0)
+        FAIL("%s: \"format\" must be \"dsv4c-case/1\"", path);
+    cJSON *stage = cJSON_GetObjectItemCaseSensitive(root, "stage");
+    if (!cJSON_IsString(stage) || kvc_stage_from_name(stage->valuestring) < 0)
+        FAIL("%s: unknown \"stage\" %s", path, cJSON_IsString(stage) ? stage->valuestring : "(missing)");
+    c->stage = (kvc_stage)kvc_stage_from_name(stage->valuestring);
+    cJSON *params = cJSON_GetObjectItemCaseSensitive(root, "params");
+    if (!cJSON_IsObject(params)) FAIL("%s: \"params\" object missing", path);
+    double ratio, head_dim = 512, eps = 1e-6;
+    if (!number_param(params, "compress_ratio", &ratio)) FAIL("%s: params.compress_ratio missing", path);
+    number_param(params, "head_dim", &head_dim);
+    number_param(params, "eps", &eps);
+    if (ratio != (int32_t)ratio || head_dim != (int32_t)head_dim) FAIL("%s: compress_ratio/head_dim not integers", path);
+    c->compress_ratio = (int32_t)ratio;
+    c->head_dim = (int32_t)head_dim;
+    c->eps = (float)eps;   /* the nearest fp32, as the format says */
+    cJSON *dtype = cJSON_GetObjectItemCaseSensitive(params, "cache_dtype");
+    if (cJSON_IsString(dtype)) {
+        int d = kvc_cache_dtype_from_name(dtype->valuestring);
+        if (d < 0) FAIL("%s: unknown params.cache_dtype \"%s\"", path, dtype->valuestring);
+        c->has_cache_dtype = 1;
+        c->cache_dtype = (kvc_cache_dtype)d;
+    }
+    cJSON *source = cJSON_GetObjectItemCaseSensitive(root, "source");
+    if (cJSON_IsString(source)) snprintf(c->source, sizeof c->source, "%s", source->valuestring);
+    cJSON *meta = cJSON_GetObjectItemCaseSensitive(root, "meta");
+    if (meta) c->meta_json = cJSON_PrintUnformatted(meta);
+    cJSON_Delete(root);
+    free(text);
+    return 0;
+fail:
+    cJSON_Delete(root);
+    free(text);
+    return -1;
+}
+
+int kvc_case_load(const char *dir, kvc_case *c, char *error, size_t error_size) {
+    memset(c, 0, sizeof *c);
+    if (parse_json(dir, c, error, error_size)) return -1;
+    DIR *d = opendir(dir);
+    if (!d) { snprintf(error, error_size, "cannot list %s: %s", dir, strerror(errno)); kvc_case_free(c); return -1; }
+    struct dirent *entry;
+    while ((entry = readdir(d)) != NULL) {
+        size_t n = strlen(entry->d_name);
+        if (n < 5 || strcmp(entry->d_name + n - 4, ".npy") != 0) continue;
+        if (n - 4 >= sizeof c->tensors[0].name) continue;
+        if (c->num_tensors == KVC_CASE_MAX_TENSORS) {
+            snprintf(error, error_size, "%s: more than %d tensors", dir, KVC_CASE_MAX_TENSORS);
+            closedir(d); kvc_case_free(c); return -1;
+        }
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, entry->d_name);
+        kvc_named_array *t = &c->tensors[c->num_tensors];
+        if (kvc_npy_read(path, &t->array, error, error_size)) { closedir(d); kvc_case_free(c); return -1; }
+        memcpy(t->name, entry->d_name, n - 4);
+        t->name[n - 4] = 0;
+        c->num_tensors++;
+    }
+    closedir(d);
+    return 0;
+}
+
+static int make_dirs(const char *dir) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s", dir);
+    for (char *p = path + 1; *p; p++)
+        if (*p == '/') { *p = 0; mkdir(path, 0777); *p = '/'; }
+    return mkdir(path, 0777) == 0 || errno == EEXIST ? 0 : -1;
+}
+
+int kvc_case_save(const char *dir, const kvc_case *c, char *error, size_t error_size) {
+    if (make_dirs(dir)) { snprintf(error, error_size, "cannot create %s: %s", dir, strerror(errno)); return -1; }
+    cJSON *root = cJSON_CreateObject(), *params = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "format", "dsv4c-case/1");
+    cJSON_AddStringToObject(root, "stage", kvc_stage_name(c->stage));
+    cJSON_AddNumberToObject(params, "compress_ratio", c->compress_ratio);
+    cJSON_AddNumberToObject(params, "head_dim", c->head_dim);
+    cJSON_AddNumberToObject(params, "eps", (double)c->eps);
+    if (c->has_cache_dtype) cJSON_AddStringToObject(params, "cache_dtype", kvc_cache_dtype_name(c->cache_dtype));
+    cJSON_AddItemToObject(root, "params", params);
+    cJSON_AddStringToObject(root, "source", c->source);
+    if (c->meta_json) {
+        cJSON *meta = cJSON_Parse(c->meta_json);
+        if (meta) cJSON_AddItemToObject(root, "meta", meta);
+    }
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/case.json", dir);
+    FILE *f = fopen(path, "w");
+    if (!f || !text) { free(text); if (f) fclose(f); snprintf(error, error_size, "cannot write %s", path); return -1; }
+    fprintf(f, "%s\n", text);
+    free(text);
+    fclose(f);
+    for (int i = 0; i < c->num_tensors; i++) {
+        snprintf(path, sizeof path, "%s/%s.npy", dir, c->tensors[i].name);
+        if (kvc_npy_write(path, &c->tensors[i].array, error, error_size)) return -1;
+    }
+    return 0;
+}
+
+void kvc_case_free(kvc_case *c) {
+    for (int i = 0; i < c->num_tensors; i++) kvc_array_free(&c->tensors[i].array);
+    free(c->meta_json);
+    memset(c, 0, sizeof *c);
+}
+
+kvc_array *kvc_case_get(const kvc_case *c, const char *name) {
+    for (int i = 0; i < c->num_tensors; i++)
+        if (strcmp(c->tensors[i].name, name) == 0) return (kvc_array *)&c->tensors[i].array;
+    return NULL;
+}
+
+int kvc_case_put(kvc_case *c, const char *name, kvc_array *array) {
+    kvc_array *existing = kvc_case_get(c, name);
+    if (existing) { kvc_array_free(existing); *existing = *array; return 0; }
+    if (c->num_tensors == KVC_CASE_MAX_TENSORS || strlen(name) >= sizeof c->tensors[0].name) return -1;
+    kvc_named_array *t = &c->tensors[c->num_tensors++];
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->array = *array;
+    return 0;
+}
+
+int kvc_case_copy(kvc_case *dst, const kvc_case *src) {
+    *dst = *src;
+    dst->meta_json = src->meta_json ? strdup(src->meta_json) : NULL;
+    for (int i = 0; i < src->num_tensors; i++) {
+        const kvc_array *a = &src->tensors[i].array;
+        size_t bytes = (size_t)a->count * (size_t)kvc_dtype_size(a->dtype);
+        dst->tensors[i].array.data = malloc(bytes ? bytes : 1);
+        if (!dst->tensors[i].array.data) { dst->num_tensors = i; kvc_case_free(dst); return -1; }
+        memcpy(dst->tensors[i].array.data, a->data, bytes);
+    }
+    return 0;
+}

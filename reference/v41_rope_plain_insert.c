@@ -1,0 +1,35 @@
+/* Reference v41.rope_plain_insert (SPEC.md 3.5): plain 512-wide rows,
+ * bf16 or fp8 e4m3fn with one per-tensor scale. */
+#include "../common/formats.h"
+#include "../common/layout.h"
+#include "../common/validate.h"
+#include "reference.h"
+#include "steps.h"
+
+#define HEAD_DIM KVC_V41_HEAD_DIM
+#define NOPE_DIMS (HEAD_DIM - KVC_ROPE_DIMS)
+
+int ref_v41_rope_plain_insert(const kvc_v41_insert_args *a, kvc_error *err) {
+    int rc = kvc_validate_v41_insert(a, 0, err);
+    if (rc) return rc;
+    int64_t row_bytes = kvc_cache_row_bytes(a->cache_dtype);
+    /* r = 1 / scale, rounded once to fp32. */
+    float inverse_scale = a->cache_dtype == KVC_CACHE_FP8_E4M3 ? 1.0f / a->fp8_scale : 1.0f;
+    float x[HEAD_DIM];
+    for (int64_t t = 0; t < a->num_tokens; t++) {
+        int64_t slot = a->slot_mapping[t];
+        if (slot < 0 || !kvc_is_closing(a->positions[t], a->compress_ratio)) continue;
+        for (int d = 0; d < HEAD_DIM; d++) x[d] = kvc_f32_from_bf16(a->latent[t * HEAD_DIM + d]);
+        int64_t cos_row = (a->positions[t] / a->compress_ratio) * a->compress_ratio;
+        ref_rope(x + NOPE_DIMS, a->cos_sin + cos_row * KVC_ROPE_DIMS);
+        uint8_t *row = kvc_plain_row(&a->kv_cache, slot, row_bytes);
+        for (int d = 0; d < HEAD_DIM; d++) {
+            /* The whole row is rounded to bf16 (NoPE values are bf16
+             * already, so only a NaN changes: it becomes 0x7FC0). */
+            uint16_t rounded = kvc_bf16_from_f32(x[d]);
+            if (a->cache_dtype == KVC_CACHE_BF16) kvc_store_u16(row + 2 * d, rounded);
+            else row[d] = kvc_fp8_from_f32(kvc_clamp_fp8_range(kvc_f32_from_bf16(rounded) * inverse_scale));
+        }
+    }
+    return KVC_OK;
+}

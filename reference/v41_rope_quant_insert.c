@@ -1,0 +1,25 @@
+/* Reference v41.rope_quant_insert (SPEC.md 3.4): the latent is already
+ * bf16, so NoPE blocks are quantised without a second rounding. */
+#include "../common/formats.h"
+#include "../common/layout.h"
+#include "../common/validate.h"
+#include "reference.h"
+#include "steps.h"
+
+#define HEAD_DIM KVC_V41_HEAD_DIM
+#define NOPE_DIMS (HEAD_DIM - KVC_ROPE_DIMS)
+
+int ref_v41_rope_quant_insert(const kvc_v41_insert_args *a, kvc_error *err) {
+    int rc = kvc_validate_v41_insert(a, 1, err);
+    if (rc) return rc;
+    float x[HEAD_DIM];
+    for (int64_t t = 0; t < a->num_tokens; t++) {
+        int64_t slot = a->slot_mapping[t];
+        if (slot < 0 || !kvc_is_closing(a->positions[t], a->compress_ratio)) continue;
+        for (int d = 0; d < HEAD_DIM; d++) x[d] = kvc_f32_from_bf16(a->latent[t * HEAD_DIM + d]);
+        int64_t cos_row = (a->positions[t] / a->compress_ratio) * a->compress_ratio;
+        ref_rope(x + NOPE_DIMS, a->cos_sin + cos_row * KVC_ROPE_DIMS);
+        ref_store_ds_mla(x, x + NOPE_DIMS, kvc_ds_mla_token(&a->kv_cache, slot), kvc_ds_mla_scales(&a->kv_cache, slot));
+    }
+    return KVC_OK;
+}

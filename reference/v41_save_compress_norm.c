@@ -1,0 +1,76 @@
+/* Reference v41.save_compress_norm (SPEC.md 3.3): pool (R = 2) or pass
+ * (R = 1), RMSNorm with the bf16 weight, write the bf16 latent, and only
+ * then store each request's ring rows. */
+#include <string.h>
+
+#include "../common/formats.h"
+#include "../common/layout.h"
+#include "../common/validate.h"
+#include "reference.h"
+#include "steps.h"
+
+#define HEAD_DIM KVC_V41_HEAD_DIM
+#define RING_ROW_BYTES (2 * HEAD_DIM * 4)
+
+/* The request owning batch row t, or -1 for trailing padding. */
+static int64_t request_of(const kvc_v41_norm_args *a, int64_t t) {
+    return t < a->query_start_loc[a->num_requests] ? a->token_to_req[t] : -1;
+}
+
+/* R = 2: the predecessor row of closing token t is batch row t-1, except
+ * for the first token of its request's chunk: then ring row (p-1) % CAP of
+ * the ring block named by t's own slot. */
+static const float *predecessor_row(const kvc_v41_norm_args *a, int64_t t) {
+    int64_t req = request_of(a, t);
+    if (t > a->query_start_loc[req]) return a->kv_score + (t - 1) * 2 * HEAD_DIM;
+    int64_t cap = a->state_cache.page_rows;
+    int64_t ring_block = a->slot_mapping[t] / cap;
+    int64_t ring_slot = ring_block * cap + (a->positions[t] - 1) % cap;
+    return (const float *)kvc_plain_row(&a->state_cache, ring_slot, RING_ROW_BYTES);
+}
+
+static void pool_pair(const kvc_v41_norm_args *a, int64_t t, float *pooled) {
+    const float *rows[2] = {predecessor_row(a, t), a->kv_score + t * 2 * HEAD_DIM};
+    for (int d = 0; d < HEAD_DIM; d++) {
+        /* Steps 1-3 over the entries (predecessor, t). */
+        float window_kv[2] = {rows[0][d], rows[1][d]};
+        float window_score[2] = {rows[0][HEAD_DIM + d], rows[1][HEAD_DIM + d]};
+        pooled[d] = ref_softmax_pool(window_kv, window_score, 2);
+    }
+}
+
+static void write_latent(const kvc_v41_norm_args *a, int64_t t, const float *pooled) {
+    float weight[HEAD_DIM], normed[HEAD_DIM];
+    for (int d = 0; d < HEAD_DIM; d++) weight[d] = kvc_f32_from_bf16(a->norm_weight[d]);
+    ref_rms_norm(pooled, weight, HEAD_DIM, a->eps, normed);
+    for (int d = 0; d < HEAD_DIM; d++) a->latent[t * HEAD_DIM + d] = kvc_bf16_from_f32(normed[d]);
+}
+
+/* After every pooling read: the last min(n, CAP) rows of each request's
+ * chunk go to their ring slots (padding rows count but write nothing). */
+static void store_rings(const kvc_v41_norm_args *a) {
+    int64_t cap = a->state_cache.page_rows;
+    for (int64_t req = 0; req < a->num_requests; req++) {
+        int64_t begin = a->query_start_loc[req], end = a->query_start_loc[req + 1];
+        int64_t first = end - begin > cap ? end - cap : begin;
+        for (int64_t t = first; t < end; t++) {
+            if (a->slot_mapping[t] < 0) continue;
+            memcpy(kvc_plain_row(&a->state_cache, a->slot_mapping[t], RING_ROW_BYTES), a->kv_score + t * 2 * HEAD_DIM,
+                   RING_ROW_BYTES);
+        }
+    }
+}
+
+int ref_v41_save_compress_norm(const kvc_v41_norm_args *a, kvc_error *err) {
+    int rc = kvc_validate_v41_norm(a, err);
+    if (rc) return rc;
+    float pooled[HEAD_DIM];
+    for (int64_t t = 0; t < a->num_tokens; t++) {
+        if (a->slot_mapping[t] < 0 || !kvc_is_closing(a->positions[t], a->compress_ratio)) continue;
+        if (a->compress_ratio == 1) memcpy(pooled, a->kv_score + t * HEAD_DIM, sizeof pooled);
+        else pool_pair(a, t, pooled);
+        write_latent(a, t, pooled);
+    }
+    if (a->compress_ratio == 2) store_rings(a);
+    return KVC_OK;
+}

@@ -1,0 +1,25 @@
+/* Reference v4.save_partial_states (SPEC.md 3.1). */
+#include <string.h>
+
+#include "../common/formats.h"
+#include "../common/layout.h"
+#include "../common/validate.h"
+#include "reference.h"
+
+int ref_v4_save_partial_states(const kvc_v4_save_args *a, kvc_error *err) {
+    int rc = kvc_validate_v4_save(a, err);
+    if (rc) return rc;
+    int64_t width = (int64_t)kvc_v4_coff(a->compress_ratio) * a->head_dim;
+    for (int64_t t = 0; t < a->num_tokens; t++) {
+        int64_t slot = a->slot_mapping[t];
+        if (slot < 0) continue;
+        float *state_row = (float *)kvc_plain_row(&a->state_cache, slot, 2 * width * 4);
+        const float *ape_row = a->ape + (a->positions[t] % a->compress_ratio) * width;
+        /* The kv half is copied bit for bit. */
+        memcpy(state_row, a->kv + t * width, (size_t)width * 4);
+        /* The score half: one fp32 add per element. */
+        for (int64_t i = 0; i < width; i++)
+            state_row[width + i] = kvc_canonical_f32(a->score[t * width + i] + ape_row[i]);
+    }
+    return KVC_OK;
+}
