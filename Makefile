@@ -3,6 +3,8 @@
 
 CC ?= gcc
 BUILD ?= build
+# The project's shared corpora (spec-cases, vllm-cases) live beside the repo.
+SHARED ?= $(abspath ../shared)
 DEBIAN_PACKAGES := gcc make libmpfr-dev libgmp-dev libcriterion-dev libcjson-dev gcovr clang
 STD_FLAGS := -std=c17 -D_GNU_SOURCE -g -Wall -Wextra -fno-fast-math -ffp-contract=off -fopenmp
 OPT_FLAGS ?= -O2
@@ -51,9 +53,15 @@ $(BUILD)/asan/tests: $(call obj,asan,$(LIB_SRC) $(TEST_SRC))
 # The test suite: unit and property tests under ASan/UBSan, replay of the
 # shared case corpora and of fixtures/regressions.  Criterion prints the
 # closing summary.
+# Fragments in mk/*.mk add goals to TEST_EXTRA (run before the unit tests,
+# so that Criterion's summary is the closing line).
+TEST_EXTRA :=
+-include mk/*.mk
+
 test: deps
 	$(MAKE) --no-print-directory $(BUILD)/asan/tests $(BUILD)/kvcmp
-	ASAN_OPTIONS=detect_leaks=0 KVCMP_SHARED=$(abspath ../shared) $(BUILD)/asan/tests --jobs 2
+	$(if $(TEST_EXTRA),$(MAKE) --no-print-directory $(TEST_EXTRA))
+	ASAN_OPTIONS=detect_leaks=0 KVCMP_SHARED=$(SHARED) $(BUILD)/asan/tests --jobs 2
 
 exhaustive: deps $(BUILD)/kvcmp-exhaustive
 	$(BUILD)/kvcmp-exhaustive

@@ -4,8 +4,13 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../optimized/optimized.h"
+#include "plugin.h"
+
 const kvc_backend *kvc_backend_by_name(const char *name, char *error, size_t error_size) {
     if (strcmp(name, "ref") == 0 || strcmp(name, "reference") == 0) return &kvc_reference_backend;
-    snprintf(error, error_size, "unknown implementation '%s' (known: ref)", name);
+    if (strcmp(name, "opt") == 0 || strcmp(name, "optimized") == 0) return kvc_optimized_backend_get(error, error_size);
+    if (strchr(name, '/') || strstr(name, ".so")) return kvc_plugin_load(name, error, error_size);
+    snprintf(error, error_size, "unknown implementation '%s' (ref, opt, or a path to a candidate .so)", name);
     return NULL;
 }

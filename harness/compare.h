@@ -29,7 +29,7 @@ typedef struct {
     int has_first;
     char first[320];                         /* the first failing element */
     int missing_expected;                    /* a NAME.out.npy was absent */
-    char missing_name[48];
+    char missing_name[64];
 } kvc_compare_report;
 
 /* Compare result outputs with the case's NAME.out tensors. */
