@@ -24,8 +24,9 @@ uint16_t kvc_bf16_from_f32(float x);
 static inline float kvc_f32_from_bf16(uint16_t b) { return kvc_f32_from_bits((uint32_t)b << 16); }
 
 /* fp32 -> fp8 e4m3fn byte, round to nearest even, subnormals kept
- * (m * 2^-9), NaN -> 0x7F.  A magnitude that rounds past 448 (>= 464)
- * becomes NaN 0x7F: the format has no infinity.  Stages clamp first. */
+ * (m * 2^-9), NaN -> 0x7F.  A magnitude above 464 would round to 480,
+ * which the format lacks (no infinity): it becomes NaN 0x7F; 464 itself
+ * ties to even, 448.  Stages clamp to +-448 first. */
 uint8_t kvc_fp8_from_f32(float x);
 /* fp8 e4m3fn byte -> fp32, exact (0x7F / 0xFF are NaN). */
 float kvc_f32_from_fp8(uint8_t b);

@@ -127,7 +127,9 @@ static int run_v4_save(binding *b, const kvc_backend *backend, paged_copy *state
     return backend->v4_save_partial_states(&a, &b->result->error);
 }
 
-static int run_v4_compress(binding *b, const kvc_backend *backend, paged_copy *state, paged_copy *kv_cache) {
+/* validate_only: check the arguments with the shared validator and stop
+ * (a forward validates its second stage before the first one writes). */
+static int run_v4_compress(binding *b, const kvc_backend *backend, paged_copy *state, paged_copy *kv_cache, int validate_only) {
     int rc = 0;
     const kvc_case *c = b->c;
     int64_t T = tokens_of(b, "positions", &rc);
@@ -157,6 +159,7 @@ static int run_v4_compress(binding *b, const kvc_backend *backend, paged_copy *s
     a.cos_sin = cos_sin->data;
     a.cos_sin_rows = cos_sin->shape[0];
     a.kv_cache = kv_cache->cache;
+    if (validate_only) return kvc_validate_v4_compress(&a, &b->result->error);
     return backend->v4_compress(&a, &b->result->error);
 }
 
@@ -200,7 +203,7 @@ static int run_v41_norm(binding *b, const kvc_backend *backend, paged_copy *ring
 }
 
 static int run_v41_insert(binding *b, const kvc_backend *backend, paged_copy *kv_cache, const uint16_t *latent,
-                          const char *slot_name) {
+                          const char *slot_name, int validate_only) {
     int rc = 0;
     const kvc_case *c = b->c;
     int64_t T = tokens_of(b, "positions", &rc);
@@ -224,6 +227,7 @@ static int run_v41_insert(binding *b, const kvc_backend *backend, paged_copy *kv
     a.cos_sin_rows = cos_sin->shape[0];
     a.kv_cache = kv_cache->cache;
     a.fp8_scale = scale ? ((float *)scale->data)[0] : 0.0f;
+    if (validate_only) return kvc_validate_v41_insert(&a, quant, &b->result->error);
     return fn(&a, &b->result->error);
 }
 
@@ -273,6 +277,7 @@ static int dispatch(binding *b, const kvc_backend *backend) {
     int64_t kv_row;
     kv_cache_geometry(c, &kv_dtype, &kv_row);
     paged_copy *state = NULL, *kv = NULL;
+    const char *insert_slots;
     switch (c->stage) {
     case KVC_STAGE_V4_SAVE_PARTIAL_STATES:
         state = make_paged(b, "state_cache", KVC_DT_F4, state_row, &rc);
@@ -280,26 +285,28 @@ static int dispatch(binding *b, const kvc_backend *backend) {
     case KVC_STAGE_V4_COMPRESS:
         state = make_paged(b, "state_cache", KVC_DT_F4, state_row, &rc);
         kv = make_paged(b, "kv_cache", kv_dtype, kv_row, &rc);
-        return rc ? rc : run_v4_compress(b, backend, state, kv);
+        return rc ? rc : run_v4_compress(b, backend, state, kv, 0);
     case KVC_STAGE_V4_FORWARD:
         state = make_paged(b, "state_cache", KVC_DT_F4, state_row, &rc);
         kv = make_paged(b, "kv_cache", kv_dtype, kv_row, &rc);
-        if (rc) return rc;
+        if (rc || (rc = run_v4_compress(b, backend, state, kv, 1))) return rc;
         rc = run_v4_save(b, backend, state);
-        return rc ? rc : run_v4_compress(b, backend, state, kv);
+        return rc ? rc : run_v4_compress(b, backend, state, kv, 0);
     case KVC_STAGE_V41_SAVE_COMPRESS_NORM:
         if (c->compress_ratio == 2) state = make_paged(b, "state_cache", KVC_DT_F4, 1024, &rc);
         return rc ? rc : run_v41_norm(b, backend, state);
     case KVC_STAGE_V41_ROPE_QUANT_INSERT:
     case KVC_STAGE_V41_ROPE_PLAIN_INSERT:
         kv = make_paged(b, "kv_cache", kv_dtype, kv_row, &rc);
-        return rc ? rc : run_v41_insert(b, backend, kv, NULL, "slot_mapping");
+        return rc ? rc : run_v41_insert(b, backend, kv, NULL, "slot_mapping", 0);
     case KVC_STAGE_V41_FORWARD:
         if (c->compress_ratio == 2) state = make_paged(b, "state_cache", KVC_DT_F4, 1024, &rc);
         kv = make_paged(b, "kv_cache", kv_dtype, kv_row, &rc);
         if (rc) return rc;
+        insert_slots = c->compress_ratio == 2 ? "kv_slot_mapping" : "slot_mapping";
+        if ((rc = run_v41_insert(b, backend, kv, NULL, insert_slots, 1))) return rc;
         rc = run_v41_norm(b, backend, state);
-        return rc ? rc : run_v41_insert(b, backend, kv, b->latent.data, c->compress_ratio == 2 ? "kv_slot_mapping" : "slot_mapping");
+        return rc ? rc : run_v41_insert(b, backend, kv, b->latent.data, insert_slots, 0);
     default:
         return case_error(b, "unknown stage");
     }
@@ -311,11 +318,13 @@ int kvc_run_case(const kvc_backend *backend, const kvc_case *c, const kvc_run_op
     int rc = dispatch(&b, backend);
     result->status = rc;
     result->error.code = rc;
-    if (rc == KVC_OK) {
+    int keep = rc == KVC_OK || (options && options->keep_outputs_on_error && strncmp(result->error.message, "case:", 5) != 0);
+    if (keep) {
         const char *names[KVC_MAX_OUTPUTS];
         int n = kvc_stage_outputs(c, names);
         for (int i = 0; i < n; i++) {
             if (strcmp(names[i], "latent") == 0) {
+                if (!b.latent.data) continue;   /* rejected before the stage ran */
                 kvc_named_array *out = &result->outputs[result->num_outputs++];
                 snprintf(out->name, sizeof out->name, "latent");
                 out->array = b.latent;

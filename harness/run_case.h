@@ -10,6 +10,9 @@
 typedef struct {
     int64_t page_padding;   /* bytes of padding after every page (multiple of 64) */
     uint8_t canary;         /* value of the padding bytes */
+    int keep_outputs_on_error;  /* also hand back the caches when the stage
+                                   rejects its input (to check that nothing
+                                   was written); not for "case:" errors */
 } kvc_run_options;
 
 #define KVC_MAX_OUTPUTS 4
