@@ -47,13 +47,18 @@ static int64_t pow2_scale_steps(uint32_t a, uint32_t b) {
     return a == b ? 0 : NAN_DISTANCE;
 }
 
-/* One element of an output tensor. */
+/* One element of an output tensor.  `where` is only formatted for the
+ * element that is reported (describe = 1): formatting every element would
+ * dominate the cost of comparing large caches. */
 typedef struct {
     kvc_region region;
     int width;           /* bytes */
     int64_t steps;
+    int describe;
     char where[160];
 } element;
+
+#define WHERE(e, ...) do { if ((e)->describe) snprintf((e)->where, sizeof (e)->where, __VA_ARGS__); } while (0)
 
 typedef struct {
     const kvc_case *c;
@@ -78,17 +83,17 @@ static void classify_ds_mla(const tensor_compare *tc, int64_t off, element *e, c
         int64_t row = in_page / KVC_FP8_DS_MLA_TOKEN_BYTES, col = in_page % KVC_FP8_DS_MLA_TOKEN_BYTES;
         if (col < 448) {
             e->region = KVC_REGION_NOPE_CODE; e->width = 1; e->steps = fp8_steps(a[0], b[0]);
-            snprintf(e->where, sizeof e->where, "page %lld row %lld nope[%lld]", (long long)page, (long long)row, (long long)col);
+            WHERE(e, "page %lld row %lld nope[%lld]", (long long)page, (long long)row, (long long)col);
         } else {
             e->region = KVC_REGION_ROPE_VALUE; e->width = 2;
             e->steps = bf16_steps(kvc_load_u16(a), kvc_load_u16(b));
-            snprintf(e->where, sizeof e->where, "page %lld row %lld rope[%lld]", (long long)page, (long long)row, (long long)(col - 448) / 2);
+            WHERE(e, "page %lld row %lld rope[%lld]", (long long)page, (long long)row, (long long)(col - 448) / 2);
         }
     } else {
         int64_t row = (in_page - data) / 8, col = (in_page - data) % 8;
         e->region = KVC_REGION_SCALE_BYTE; e->width = 1;
         e->steps = col == 7 ? (a[0] == b[0] ? 0 : NAN_DISTANCE) : ue8m0_steps(a[0], b[0]);
-        snprintf(e->where, sizeof e->where, "page %lld row %lld scale[%lld]", (long long)page, (long long)row, (long long)col);
+        WHERE(e, "page %lld row %lld scale[%lld]", (long long)page, (long long)row, (long long)col);
     }
 }
 
@@ -96,13 +101,13 @@ static void classify_indexer(const tensor_compare *tc, int64_t off, element *e, 
     int64_t page = off / tc->page_bytes, in_page = off % tc->page_bytes, data = tc->page_rows * KVC_FP8_INDEXER_TOKEN_BYTES;
     if (in_page < data) {
         e->region = KVC_REGION_NOPE_CODE; e->width = 1; e->steps = fp8_steps(a[0], b[0]);
-        snprintf(e->where, sizeof e->where, "page %lld row %lld code[%lld]", (long long)page,
+        WHERE(e, "page %lld row %lld code[%lld]", (long long)page,
                  (long long)(in_page / 128), (long long)(in_page % 128));
     } else {
         uint32_t ua, ub;
         memcpy(&ua, a, 4); memcpy(&ub, b, 4);
         e->region = KVC_REGION_SCALE_BYTE; e->width = 4; e->steps = pow2_scale_steps(ua, ub);
-        snprintf(e->where, sizeof e->where, "page %lld row %lld scale (fp32)", (long long)page, (long long)((in_page - data) / 4));
+        WHERE(e, "page %lld row %lld scale (fp32)", (long long)page, (long long)((in_page - data) / 4));
     }
 }
 
@@ -117,18 +122,18 @@ static void classify(const tensor_compare *tc, int64_t off, element *e) {
         e->width = (int)width;
         e->region = dim < 448 ? (bf16 ? KVC_REGION_NOPE_VALUE : KVC_REGION_NOPE_CODE) : KVC_REGION_ROPE_VALUE;
         e->steps = bf16 ? bf16_steps(kvc_load_u16(a), kvc_load_u16(b)) : fp8_steps(a[0], b[0]);
-        snprintf(e->where, sizeof e->where, "row %lld dim %lld", (long long)row, (long long)dim);
+        WHERE(e, "row %lld dim %lld", (long long)row, (long long)dim);
         return;
     }
     if (strcmp(tc->name, "latent") == 0) {
         e->region = KVC_REGION_LATENT; e->width = 2; e->steps = bf16_steps(kvc_load_u16(a), kvc_load_u16(b));
-        snprintf(e->where, sizeof e->where, "token %lld dim %lld", (long long)(off / 1024), (long long)(off % 1024) / 2);
+        WHERE(e, "token %lld dim %lld", (long long)(off / 1024), (long long)(off % 1024) / 2);
         return;
     }
     uint32_t ua, ub;
     memcpy(&ua, a, 4); memcpy(&ub, b, 4);
     e->region = KVC_REGION_STATE_ROW; e->width = 4; e->steps = f32_steps(ua, ub);
-    snprintf(e->where, sizeof e->where, "slot %lld column %lld", (long long)(off / tc->row_bytes),
+    WHERE(e, "slot %lld column %lld", (long long)(off / tc->row_bytes),
              (long long)(off % tc->row_bytes) / 4);
 }
 
@@ -149,26 +154,40 @@ static int row_untouched(const tensor_compare *tc, int64_t off) {
     return memcmp(tc->input + start, tc->expected + start, (size_t)tc->row_bytes) == 0;
 }
 
-static void compare_tensor(tensor_compare *tc) {
+/* Elements start at multiples of their width (1, 2 or 4 bytes) and of
+ * every layout boundary, so equal 4 KiB blocks can be skipped whole. */
+#define SKIP_BLOCK 4096
+
+static void report_element(tensor_compare *tc, int64_t off, element *e) {
     kvc_compare_report *r = tc->report;
-    element e;
-    for (int64_t off = 0; off < tc->bytes; off += e.width) {
-        classify(tc, off, &e);
-        r->elements_compared++;
-        if (memcmp(tc->expected + off, tc->got + off, (size_t)e.width) == 0) continue;
-        if (row_untouched(tc, off)) { e.region = KVC_REGION_UNTOUCHED; e.steps = NAN_DISTANCE; }
-        r->differing[e.region]++;
-        if (e.steps > r->max_steps[e.region]) r->max_steps[e.region] = e.steps;
-        if (e.steps <= tolerance(tc->policy, e.region)) continue;
-        r->failing[e.region]++;
-        if (!r->has_first) {
-            char ref_hex[16] = "", got_hex[16] = "";
-            for (int i = e.width - 1; i >= 0; i--) {
-                snprintf(ref_hex + strlen(ref_hex), 4, "%02x", tc->expected[off + i]);
-                snprintf(got_hex + strlen(got_hex), 4, "%02x", tc->got[off + i]);
-            }
-            snprintf(r->first, sizeof r->first, "%s %s (%s) expected=0x%s got=0x%s", tc->name, e.where, region_names[e.region], ref_hex, got_hex);
-            r->has_first = 1;
+    if (row_untouched(tc, off)) { e->region = KVC_REGION_UNTOUCHED; e->steps = NAN_DISTANCE; }
+    r->differing[e->region]++;
+    if (e->steps > r->max_steps[e->region]) r->max_steps[e->region] = e->steps;
+    if (e->steps <= tolerance(tc->policy, e->region)) return;
+    r->failing[e->region]++;
+    if (r->has_first) return;
+    element described = *e;
+    described.describe = 1;
+    classify(tc, off, &described);
+    char ref_hex[16] = "", got_hex[16] = "";
+    for (int i = e->width - 1; i >= 0; i--) {
+        snprintf(ref_hex + strlen(ref_hex), 4, "%02x", tc->expected[off + i]);
+        snprintf(got_hex + strlen(got_hex), 4, "%02x", tc->got[off + i]);
+    }
+    snprintf(r->first, sizeof r->first, "%s %s (%s) expected=0x%s got=0x%s", tc->name, described.where,
+             region_names[e->region], ref_hex, got_hex);
+    r->has_first = 1;
+}
+
+static void compare_tensor(tensor_compare *tc) {
+    tc->report->bytes_compared += tc->bytes;
+    for (int64_t block = 0; block < tc->bytes; block += SKIP_BLOCK) {
+        int64_t end = block + SKIP_BLOCK < tc->bytes ? block + SKIP_BLOCK : tc->bytes;
+        if (memcmp(tc->expected + block, tc->got + block, (size_t)(end - block)) == 0) continue;
+        element e = {0};
+        for (int64_t off = block; off < end; off += e.width) {
+            classify(tc, off, &e);
+            if (memcmp(tc->expected + off, tc->got + off, (size_t)e.width) != 0) report_element(tc, off, &e);
         }
     }
 }

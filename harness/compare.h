@@ -25,7 +25,7 @@ typedef struct {
     int64_t differing[KVC_REGION_COUNT];     /* elements that differ at all */
     int64_t failing[KVC_REGION_COUNT];       /* beyond the policy's tolerance */
     int64_t max_steps[KVC_REGION_COUNT];     /* INT64_MAX for NaN vs number */
-    int64_t elements_compared;
+    int64_t bytes_compared;
     int has_first;
     char first[320];                         /* the first failing element */
     int missing_expected;                    /* a NAME.out.npy was absent */

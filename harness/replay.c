@@ -68,6 +68,33 @@ static kvc_source_tally *tally_for(kvc_replay_totals *totals, const char *source
     return t;
 }
 
+static int case_has_expected_outputs(const kvc_case *c) {
+    for (int i = 0; i < c->num_tensors; i++) {
+        size_t n = strlen(c->tensors[i].name);
+        if (n > 4 && strcmp(c->tensors[i].name + n - 4, ".out") == 0) return 1;
+    }
+    return 0;
+}
+
+/* 0 when the stage rejected the case and left every output byte as it was. */
+static int expected_rejection(const kvc_case *c, const kvc_run_result *result, char *detail, size_t size) {
+    if (result->status == KVC_OK) {
+        snprintf(detail, size, "the case has no expected outputs (an input to reject), but the stage accepted it");
+        return 1;
+    }
+    for (int i = 0; i < result->num_outputs; i++) {
+        const kvc_array *input = kvc_case_get(c, result->outputs[i].name);
+        size_t bytes = input ? (size_t)input->count * (size_t)kvc_dtype_size(input->dtype) : 0;
+        if (!input || memcmp(input->data, result->outputs[i].array.data, bytes) != 0) {
+            snprintf(detail, size, "rejected (%s) but wrote %s", kvc_status_name(result->status), result->outputs[i].name);
+            return 1;
+        }
+    }
+    if (result->padding_touched) { snprintf(detail, size, "rejected, but %s", result->padding_message); return 1; }
+    snprintf(detail, size, "rejected as expected, nothing written: %s: %s", kvc_status_name(result->status), result->error.message);
+    return 0;
+}
+
 static const char *policy_name(kvc_policy policy) { return policy == KVC_POLICY_VLLM ? "vllm" : "exact"; }
 
 int kvc_replay_case(const char *dir, const kvc_replay_options *options, kvc_replay_totals *totals,
@@ -82,10 +109,14 @@ int kvc_replay_case(const char *dir, const kvc_replay_options *options, kvc_repl
         snprintf(detail, sizeof detail, "cannot load case: %s", error);
     } else {
         kvc_case_source_label(&c, label, sizeof label);
-        kvc_run_options run = {.page_padding = options->page_padding, .canary = 0xA5};
+        kvc_run_options run = {.page_padding = options->page_padding, .canary = 0xA5, .keep_outputs_on_error = 1};
         kvc_run_result result;
         int rc = kvc_run_case(options->backend, &c, &run, &result);
-        if (rc) {
+        if (!case_has_expected_outputs(&c)) {
+            /* A case with no NAME.out tensors records an input every
+             * implementation must reject without writing (SPEC.md 8). */
+            failed = expected_rejection(&c, &result, detail, sizeof detail);
+        } else if (rc) {
             snprintf(detail, sizeof detail, "stage returned %s: %s", kvc_status_name(rc), result.error.message);
         } else if (result.padding_touched) {
             snprintf(detail, sizeof detail, "%s", result.padding_message);
