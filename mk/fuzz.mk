@@ -1,0 +1,80 @@
+# The differential fuzzer's goals (issue 5).  Included by the Makefile.
+#
+#   make fuzz            the main job: a ~1 minute campaign over every stage
+#   make mutants         planted-bug candidates, build/mutants/NAME.so
+#   make mutants-check   every mutant must be caught by a fixed-seed campaign
+#   make fuzz-check      fixed-seed campaign of 20,000 cases (part of make test)
+#   make wrap-check      fuzz examples/wrap_reference (part of make test)
+#   make libfuzzer       clang libFuzzer target build/libfuzzer/kvcmp_fuzzer
+#
+# FUZZ_ARGS adds options to `make fuzz`, e.g. FUZZ_ARGS='--candidate my.so'.
+
+FUZZ_SEED ?= 20261129
+FUZZ_ARGS ?=
+FUZZ_CHECK_CASES ?= 20000
+MUTANT_SEED ?= 1
+MUTANT_SECONDS ?= 10
+PLUGIN_FLAGS := $(STD_FLAGS) -O1 -fPIC -shared -fvisibility=hidden
+PLUGIN_LIBS := -lmpfr -lgmp -lm -fopenmp
+
+MUTANT_NAMES := $(sort $(basename $(notdir $(wildcard harness/mutants/*.sed))))
+MUTANT_LIBS := $(patsubst %,$(BUILD)/mutants/%.so,$(MUTANT_NAMES))
+
+.PHONY: fuzz fuzz-check mutants mutants-check wrap-check examples libfuzzer fuzz-corpus-check
+
+fuzz: deps $(BUILD)/kvcmp
+	@mkdir -p reports
+	$(BUILD)/kvcmp fuzz --seconds 60 $(FUZZ_ARGS)
+
+fuzz-check: $(BUILD)/kvcmp
+	@mkdir -p reports
+	$(BUILD)/kvcmp fuzz --seed $(FUZZ_SEED) --cases $(FUZZ_CHECK_CASES) --json reports/fuzz-check.json
+
+# A mutant: the reference and common sources copied to build/mutants/NAME,
+# one file patched by harness/mutants/NAME.sed (its first line names the
+# file), compiled into a plug-in.  reference/ itself stays clean.
+$(BUILD)/mutants/%.so: harness/mutants/%.sed harness/mutants/entry.c harness/kvcmp_plugin.h $(COMMON_SRC) $(REFERENCE_SRC) \
+		$(wildcard common/*.h reference/*.h)
+	@rm -rf $(BUILD)/mutants/$* && mkdir -p $(BUILD)/mutants/$*/harness
+	@cp -r common reference $(BUILD)/mutants/$*/
+	@cp harness/kvcmp_plugin.h $(BUILD)/mutants/$*/harness/
+	@cp harness/mutants/entry.c $(BUILD)/mutants/$*/harness/mutant_entry.c
+	@file=$$(sed -n 's/^# file: //p' $<); \
+	 sed -f $< $$file > $(BUILD)/mutants/$*/$$file; \
+	 if cmp -s $$file $(BUILD)/mutants/$*/$$file; then \
+	   echo "mutant $*: $< no longer changes $$file; update the patch to the current source" >&2; exit 1; fi
+	$(CC) $(PLUGIN_FLAGS) -DKVC_MUTANT_NAME='"$*"' -I$(BUILD)/mutants/$*/harness \
+	  $(BUILD)/mutants/$*/common/*.c $(BUILD)/mutants/$*/reference/*.c \
+	  $(BUILD)/mutants/$*/harness/mutant_entry.c -o $@ $(PLUGIN_LIBS)
+
+mutants: $(MUTANT_LIBS)
+
+mutants-check: $(MUTANT_LIBS) $(BUILD)/kvcmp
+	@bash harness/mutants/check.sh $(BUILD)/kvcmp $(BUILD)/mutants $(MUTANT_SEED) $(MUTANT_SECONDS)
+
+# The vLLM-style wrapper example, built against the project's sources.
+$(BUILD)/examples/wrap_reference.so: examples/wrap_reference/wrap_reference.c harness/kvcmp_plugin.h $(COMMON_SRC) $(REFERENCE_SRC)
+	@mkdir -p $(dir $@)
+	$(CC) $(PLUGIN_FLAGS) -Iharness $< $(COMMON_SRC) $(REFERENCE_SRC) -o $@ $(PLUGIN_LIBS)
+
+examples: $(BUILD)/examples/wrap_reference.so
+
+wrap-check: $(BUILD)/examples/wrap_reference.so $(BUILD)/kvcmp
+	@mkdir -p reports
+	$(BUILD)/kvcmp fuzz --candidate $(BUILD)/examples/wrap_reference.so --seed $(FUZZ_SEED) --cases 3000 \
+	  --json reports/fuzz-wrap-reference.json
+
+# libFuzzer (clang): the OSS-Fuzz style script does the build.
+libfuzzer:
+	@bash tools/deps.sh clang libomp-dev
+	bash fuzz/build.sh
+	@echo "run it: build/libfuzzer/kvcmp_fuzzer fixtures/corpus -max_total_time=60   (see fuzz/README.md)"
+
+# The same entry point without libFuzzer, replaying the seed corpus.
+$(BUILD)/fuzz-corpus-replay: $(call obj,obj,$(LIB_SRC) fuzz/libfuzzer_entry.c fuzz/replay_corpus.c)
+	$(CC) $(STD_FLAGS) $^ -o $@ $(LIBS)
+
+fuzz-corpus-check: $(BUILD)/fuzz-corpus-replay
+	$(BUILD)/fuzz-corpus-replay fixtures/corpus
+
+TEST_EXTRA += fuzz-check wrap-check mutants-check fuzz-corpus-check
