@@ -22,7 +22,7 @@ TEST_SRC := $(wildcard tests/test_*.c)
 # Release objects in $(BUILD)/obj, sanitized test objects in $(BUILD)/asan.
 obj = $(patsubst %.c,$(BUILD)/$(1)/%.o,$(2))
 
-.PHONY: all deps test fuzz exhaustive bench clean check-deps
+.PHONY: all deps test fuzz exhaustive bench clean check-shared
 all: $(BUILD)/kvcmp
 
 deps:
@@ -63,10 +63,15 @@ $(BUILD)/asan/unit-tests: $(call obj,asan,$(LIB_SRC) $(TEST_SRC))
 TEST_EXTRA :=
 -include mk/*.mk
 
-test: deps
+test: deps check-shared
 	$(MAKE) --no-print-directory $(BUILD)/asan/unit-tests $(BUILD)/kvcmp
 	$(if $(TEST_EXTRA),$(MAKE) --no-print-directory $(TEST_EXTRA))
 	ASAN_OPTIONS=detect_leaks=0 KVCMP_SHARED=$(SHARED) $(BUILD)/asan/unit-tests --jobs 2
+
+check-shared:
+	@test -d $(SHARED)/spec-cases -a -d $(SHARED)/vllm-cases || { \
+	  echo "kvcmp: the shared corpora (spec-cases, vllm-cases) are not in $(SHARED)."; \
+	  echo "kvcmp: put shared/ beside the repository, or run: make test SHARED=/path/to/shared"; exit 1; }
 
 exhaustive: deps $(BUILD)/kvcmp-exhaustive
 	$(BUILD)/kvcmp-exhaustive
