@@ -163,7 +163,7 @@ static void report_element(tensor_compare *tc, int64_t off, element *e) {
     if (row_untouched(tc, off)) { e->region = KVC_REGION_UNTOUCHED; e->steps = NAN_DISTANCE; }
     r->differing[e->region]++;
     if (e->steps > r->max_steps[e->region]) r->max_steps[e->region] = e->steps;
-    if (e->steps <= tolerance(tc->policy, e->region)) return;
+    if (tc->policy != KVC_POLICY_EXACT && e->steps <= tolerance(tc->policy, e->region)) return;
     r->failing[e->region]++;
     if (r->has_first) return;
     element described = *e;

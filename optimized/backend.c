@@ -1,9 +1,33 @@
-/* Placeholder until the optimized backend lands. */
+/* The optimized backend table, offered only on a CPU with the AVX-512
+ * subsets its files are compiled for. */
 #include <stdio.h>
 
 #include "optimized.h"
+#include "stages.h"
+
+static const kvc_backend optimized_backend = {
+    .name = "opt",
+    .v4_save_partial_states = opt_v4_save_partial_states,
+    .v4_compress = opt_v4_compress,
+    .v41_save_compress_norm = opt_v41_save_compress_norm,
+    .v41_rope_quant_insert = opt_v41_rope_quant_insert,
+    .v41_rope_plain_insert = opt_v41_rope_plain_insert,
+};
 
 const kvc_backend *kvc_optimized_backend_get(char *error, size_t error_size) {
-    snprintf(error, error_size, "the optimized backend is not built yet");
-    return NULL;
+    /* Checked before any AVX-512 instruction runs: this file only
+     * dispatches, the stages execute the wide instructions. */
+    __builtin_cpu_init();
+    static const char *const required[] = {"avx512f", "avx512bw", "avx512vl", "avx512dq", "fma"};
+    int available[] = {
+        __builtin_cpu_supports("avx512f"), __builtin_cpu_supports("avx512bw"), __builtin_cpu_supports("avx512vl"),
+        __builtin_cpu_supports("avx512dq"), __builtin_cpu_supports("fma"),
+    };
+    for (size_t i = 0; i < sizeof available / sizeof available[0]; i++)
+        if (!available[i]) {
+            if (error && error_size)
+                snprintf(error, error_size, "the optimized backend needs %s, which this CPU lacks", required[i]);
+            return NULL;
+        }
+    return &optimized_backend;
 }

@@ -1,0 +1,31 @@
+/* Optimized v41.rope_quant_insert: as reference/v41_rope_quant_insert.c;
+ * each valid closing token writes only its own row, so tokens are spread
+ * over the threads. */
+#include "../common/formats.h"
+#include "../common/layout.h"
+#include "../common/validate.h"
+#include "stages.h"
+#include "vector_math.h"
+
+#define HEAD_DIM KVC_V41_HEAD_DIM
+#define NOPE_DIMS (HEAD_DIM - KVC_ROPE_DIMS)
+
+int opt_v41_rope_quant_insert(const kvc_v41_insert_args *a, kvc_error *err) {
+    int rc = kvc_validate_v41_insert(a, 1, err);
+    if (rc) return rc;
+#pragma omp parallel for schedule(static)
+    for (int64_t t = 0; t < a->num_tokens; t++) {
+        int64_t slot = a->slot_mapping[t];
+        if (t + 2 < a->num_tokens) opt_prefetch_bytes(a->latent + (t + 2) * HEAD_DIM, HEAD_DIM * 2);
+        if (slot < 0 || !kvc_is_closing(a->positions[t], a->compress_ratio)) continue;
+        /* The latent is bf16 already: widened exactly, no second rounding. */
+        float x[HEAD_DIM];
+        for (int d = 0; d < HEAD_DIM; d += 16)
+            _mm512_storeu_ps(x + d, opt_f32_from_bf16x16(_mm256_loadu_si256((const __m256i *)(a->latent + t * HEAD_DIM + d))));
+        int64_t cos_row = (a->positions[t] / a->compress_ratio) * a->compress_ratio;
+        opt_rope(x + NOPE_DIMS, a->cos_sin + cos_row * KVC_ROPE_DIMS);
+        opt_store_ds_mla(x, x + NOPE_DIMS, kvc_ds_mla_token(&a->kv_cache, slot), kvc_ds_mla_scales(&a->kv_cache, slot));
+    }
+    opt_leave_vector_code();
+    return KVC_OK;
+}

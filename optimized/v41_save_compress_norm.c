@@ -1,0 +1,87 @@
+/* Optimized v41.save_compress_norm: the same steps as
+ * reference/v41_save_compress_norm.c.  Every latent row depends only on
+ * kv_score rows and ring rows that no part of this stage writes before
+ * the ring stores, so tokens are spread over the threads, and the ring
+ * rows are stored only after the parallel loop has ended (all reads done). */
+#include <string.h>
+
+#include "../common/formats.h"
+#include "../common/layout.h"
+#include "../common/validate.h"
+#include "stages.h"
+#include "vector_math.h"
+
+#define HEAD_DIM KVC_V41_HEAD_DIM
+#define RING_ROW_BYTES (2 * HEAD_DIM * 4)
+
+/* R = 2 predecessor: batch row t-1, or for the first token of its
+ * request's chunk, ring row (p-1) % CAP of the block t's slot names. */
+static const float *predecessor_row(const kvc_v41_norm_args *a, int64_t t) {
+    int64_t req = a->token_to_req[t];   /* valid tokens lie before query_start_loc[NR] */
+    if (t > a->query_start_loc[req]) return a->kv_score + (t - 1) * 2 * HEAD_DIM;
+    int64_t cap = a->state_cache.page_rows;
+    int64_t ring_slot = (a->slot_mapping[t] / cap) * cap + (a->positions[t] - 1) % cap;
+    return (const float *)kvc_plain_row(&a->state_cache, ring_slot, RING_ROW_BYTES);
+}
+
+/* Steps 1-3 over the two entries (predecessor, t), 16 channels at a time,
+ * with the reference's operations: max from entry 0, sums from +0. */
+static void pool_pair(const float *previous, const float *current, float *pooled) {
+    const __m512 zero = _mm512_setzero_ps();
+    for (int d = 0; d < HEAD_DIM; d += 16) {
+        __m512 score0 = _mm512_loadu_ps(previous + HEAD_DIM + d), score1 = _mm512_loadu_ps(current + HEAD_DIM + d);
+        __m512 maximum = opt_max_nan16(score0, score1);
+        __m512 weight0 = opt_exp16(_mm512_sub_ps(score0, maximum));
+        __m512 weight1 = opt_exp16(_mm512_sub_ps(score1, maximum));
+        /* 0 + e and fma(e, kv, +0) are kept literally: fma(e, kv, +0)
+         * differs from e * kv when the product is -0. */
+        __m512 denom = _mm512_add_ps(_mm512_add_ps(zero, weight0), weight1);
+        __m512 acc = _mm512_fmadd_ps(weight0, _mm512_loadu_ps(previous + d), zero);
+        acc = _mm512_fmadd_ps(weight1, _mm512_loadu_ps(current + d), acc);
+        _mm512_storeu_ps(pooled + d, _mm512_div_ps(acc, denom));
+    }
+}
+
+static void write_latent(uint16_t *latent_row, const float *pooled, const float *weight, float eps) {
+    float normed[HEAD_DIM];
+    opt_rms_norm(pooled, weight, HEAD_DIM, eps, normed);
+    for (int d = 0; d < HEAD_DIM; d += 16)
+        _mm256_storeu_si256((__m256i *)(latent_row + d), opt_bf16_from_f32x16(_mm512_loadu_ps(normed + d)));
+}
+
+/* After every pooling read: the last min(n, CAP) rows of each request's
+ * chunk go to their ring slots (padding rows count but write nothing). */
+static void store_rings(const kvc_v41_norm_args *a) {
+    int64_t cap = a->state_cache.page_rows;
+#pragma omp parallel for schedule(static)
+    for (int64_t req = 0; req < a->num_requests; req++) {
+        int64_t begin = a->query_start_loc[req], end = a->query_start_loc[req + 1];
+        int64_t first = end - begin > cap ? end - cap : begin;
+        for (int64_t t = first; t < end; t++) {
+            if (a->slot_mapping[t] < 0) continue;
+            memcpy(kvc_plain_row(&a->state_cache, a->slot_mapping[t], RING_ROW_BYTES), a->kv_score + t * 2 * HEAD_DIM,
+                   RING_ROW_BYTES);
+        }
+    }
+}
+
+int opt_v41_save_compress_norm(const kvc_v41_norm_args *a, kvc_error *err) {
+    int rc = kvc_validate_v41_norm(a, err);
+    if (rc) return rc;
+    float weight[HEAD_DIM];   /* the bf16 weight widened once per call */
+    for (int d = 0; d < HEAD_DIM; d += 16)
+        _mm512_storeu_ps(weight + d, opt_f32_from_bf16x16(_mm256_loadu_si256((const __m256i *)(a->norm_weight + d))));
+    int32_t ratio = a->compress_ratio;
+#pragma omp parallel for schedule(dynamic, 16)
+    for (int64_t t = 0; t < a->num_tokens; t++) {
+        const float *row = a->kv_score + t * (int64_t)HEAD_DIM * ratio;
+        if (t + 2 < a->num_tokens) opt_prefetch_bytes(row + 2 * (int64_t)HEAD_DIM * ratio, (int64_t)HEAD_DIM * ratio * 4);
+        if (a->slot_mapping[t] < 0 || !kvc_is_closing(a->positions[t], ratio)) continue;
+        float pooled[HEAD_DIM];
+        if (ratio == 2) pool_pair(predecessor_row(a, t), row, pooled);
+        write_latent(a->latent + t * HEAD_DIM, ratio == 2 ? pooled : row, weight, a->eps);
+    }
+    if (ratio == 2) store_rings(a);
+    opt_leave_vector_code();
+    return KVC_OK;
+}

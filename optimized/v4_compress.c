@@ -1,0 +1,208 @@
+/* Optimized v4.compress: the same steps as reference/v4_compress.c,
+ * 16 channels per zmm register.  Channels are independent (steps 1-3), so
+ * splitting them into blocks, tokens across threads, or both, changes no
+ * bit: every channel sees the reference's operations in the reference's
+ * order.  The window is walked one 32-channel block at a time, max pass
+ * then exp pass, so the block's scores (at most 128 entries x 128 bytes =
+ * 16 KiB) stay in L1 between the passes and each state row is read from
+ * memory once per compressed token. */
+#include <omp.h>
+#include <stdlib.h>
+
+#include "../common/formats.h"
+#include "../common/layout.h"
+#include "../common/validate.h"
+#include "stages.h"
+#include "vector_math.h"
+
+#define MAX_WINDOW 128      /* coff * R: 8 for R = 4, 128 for R = 128 */
+#define MAX_HEAD_DIM 512
+#define CHANNEL_BLOCK 32   /* channels pooled together: two zmm registers */
+/* Below this many closing tokens per thread, blocks of channels are
+ * spread over the threads instead of whole tokens. */
+#define TOKENS_PER_THREAD_FOR_TOKEN_PARALLELISM 4
+
+/* The valid window entries of one closing token, in increasing w: where
+ * each entry's kv and score columns [h, h + D) start. */
+typedef struct {
+    const float *kv[MAX_WINDOW];
+    const float *score[MAX_WINDOW];
+    int entries;
+} window_rows;
+
+/* The window's state rows, walked block by block: one division per
+ * token instead of two per entry (the window is consecutive positions). */
+static void gather_window(const kvc_v4_compress_args *a, int64_t t, window_rows *window) {
+    int32_t ratio = a->compress_ratio, head_dim = a->head_dim;
+    int64_t coff = kvc_v4_coff(ratio), width = coff * head_dim, row_floats = 2 * width;
+    int64_t window_size = coff * ratio, p = a->positions[t], req = a->token_to_req[t];
+    int64_t block_size = a->state_cache.page_rows;
+    const int32_t *block_row = a->block_table + req * a->max_blocks;
+    int64_t first_w = window_size - 1 - p > 0 ? window_size - 1 - p : 0;   /* entries with q < 0 are skipped */
+    int64_t q = p - window_size + 1 + first_w, column = q / block_size, row = q % block_size;
+    window->entries = 0;
+    for (int64_t w = first_w; w < window_size; w++) {
+        const float *page = (const float *)((const uint8_t *)a->state_cache.data + block_row[column] * a->state_cache.page_stride);
+        const float *state_row = page + row * row_floats;
+        int64_t half = (ratio == 4 && w >= ratio) ? head_dim : 0;
+        window->kv[window->entries] = state_row + half;
+        window->score[window->entries] = state_row + width + half;
+        window->entries++;
+        if (++row == block_size) { row = 0; column++; }
+    }
+}
+
+/* Steps 1-3 for channels [d, d + 32).  The max pass copies the block's
+ * scores into a contiguous scratch: window rows are 4 or 8 KiB apart, so
+ * the same columns of 128 rows would all fall into one L1 set; the copy
+ * keeps them in L1 for the exp pass. */
+static void pool_channel_block(const window_rows *window, int d, float *pooled) {
+    int entries = window->entries;
+    float scores[MAX_WINDOW * CHANNEL_BLOCK] __attribute__((aligned(64)));
+    /* Step 1, from entry 0 on like the reference; the lane-wise max keeps
+     * the reference's operand order (it matters only for +0 vs -0). */
+    __m512 max_low = _mm512_loadu_ps(window->score[0] + d), max_high = _mm512_loadu_ps(window->score[0] + d + 16);
+    _mm512_store_ps(scores, max_low);
+    _mm512_store_ps(scores + 16, max_high);
+    for (int e = 1; e < entries; e++) {
+        __m512 low = _mm512_loadu_ps(window->score[e] + d), high = _mm512_loadu_ps(window->score[e] + d + 16);
+        _mm512_store_ps(scores + e * CHANNEL_BLOCK, low);
+        _mm512_store_ps(scores + e * CHANNEL_BLOCK + 16, high);
+        max_low = opt_max_nan16(max_low, low);
+        max_high = opt_max_nan16(max_high, high);
+    }
+    /* Step 2: per entry the reference's three roundings, in its order. */
+    __m512 denom_low = _mm512_setzero_ps(), denom_high = _mm512_setzero_ps();
+    __m512 acc_low = _mm512_setzero_ps(), acc_high = _mm512_setzero_ps();
+    for (int e = 0; e < entries; e++) {
+        /* The next block of this row goes to L2 while this one computes:
+         * the 128 rows of an R = 128 window are too many streams for the
+         * hardware prefetcher.  (Prefetches never fault.) */
+        _mm_prefetch((const char *)(window->score[e] + d + CHANNEL_BLOCK), _MM_HINT_T1);
+        _mm_prefetch((const char *)(window->score[e] + d + CHANNEL_BLOCK + 16), _MM_HINT_T1);
+        _mm_prefetch((const char *)(window->kv[e] + d + CHANNEL_BLOCK), _MM_HINT_T1);
+        _mm_prefetch((const char *)(window->kv[e] + d + CHANNEL_BLOCK + 16), _MM_HINT_T1);
+        __m512 weight_low = opt_exp16(_mm512_sub_ps(_mm512_load_ps(scores + e * CHANNEL_BLOCK), max_low));
+        __m512 weight_high = opt_exp16(_mm512_sub_ps(_mm512_load_ps(scores + e * CHANNEL_BLOCK + 16), max_high));
+        denom_low = _mm512_add_ps(denom_low, weight_low);
+        denom_high = _mm512_add_ps(denom_high, weight_high);
+        acc_low = _mm512_fmadd_ps(weight_low, _mm512_loadu_ps(window->kv[e] + d), acc_low);
+        acc_high = _mm512_fmadd_ps(weight_high, _mm512_loadu_ps(window->kv[e] + d + 16), acc_high);
+    }
+    /* Step 3. */
+    _mm512_storeu_ps(pooled + d, _mm512_div_ps(acc_low, denom_low));
+    _mm512_storeu_ps(pooled + d + 16, _mm512_div_ps(acc_high, denom_high));
+}
+
+/* Steps 8-9, D = 512: NoPE rounded to bf16 then quantised; RoPE on the
+ * un-rounded fp32 values, stored as bf16. */
+static void store_main(const kvc_v4_compress_args *a, int64_t t, float *normed) {
+    int nope_dims = 512 - KVC_ROPE_DIMS;
+    float nope_bf16[512 - KVC_ROPE_DIMS];
+    for (int d = 0; d < nope_dims; d += 16) _mm512_storeu_ps(nope_bf16 + d, opt_round_to_bf16x16(_mm512_loadu_ps(normed + d)));
+    int64_t cos_row = (a->positions[t] / a->compress_ratio) * a->compress_ratio;
+    opt_rope(normed + nope_dims, a->cos_sin + cos_row * KVC_ROPE_DIMS);
+    int64_t slot = a->kv_slot_mapping[t];
+    opt_store_ds_mla(nope_bf16, normed + nope_dims, kvc_ds_mla_token(&a->kv_cache, slot), kvc_ds_mla_scales(&a->kv_cache, slot));
+}
+
+/* D = 128 indexer: RoPE on fp32, then all 128 dims to bf16 and one block. */
+static void store_indexer(const kvc_v4_compress_args *a, int64_t t, float *normed) {
+    int nope_dims = 128 - KVC_ROPE_DIMS;
+    int64_t cos_row = (a->positions[t] / a->compress_ratio) * a->compress_ratio;
+    opt_rope(normed + nope_dims, a->cos_sin + cos_row * KVC_ROPE_DIMS);
+    float z[128];
+    for (int d = 0; d < 128; d += 16) _mm512_storeu_ps(z + d, opt_round_to_bf16x16(_mm512_loadu_ps(normed + d)));
+    kvc_block_scale scale = kvc_block_scale_from_quotient(opt_block_magnitude(z, 128) / KVC_FP8_MAX);
+    __m512 multiplier = _mm512_set1_ps(opt_scale_multiplier(scale));
+    int64_t slot = a->kv_slot_mapping[t];
+    uint8_t *codes = kvc_indexer_token(&a->kv_cache, slot);
+    for (int d = 0; d < 128; d += 16) {
+        __m512 scaled = _mm512_mul_ps(_mm512_loadu_ps(z + d), multiplier);
+        _mm_storeu_si128((__m128i *)(codes + d), opt_fp8_from_f32x16(opt_clamp_fp8_range16(scaled)));
+    }
+    kvc_store_f32(kvc_indexer_scale(&a->kv_cache, slot), opt_scale_value(scale));
+}
+
+/* Steps 4-9 for one token whose pooled row is complete. */
+static void finish_token(const kvc_v4_compress_args *a, int64_t t, const float *pooled) {
+    float normed[MAX_HEAD_DIM];
+    opt_rms_norm(pooled, a->norm_weight, a->head_dim, a->eps, normed);
+    if (a->head_dim == 512) store_main(a, t, normed);
+    else store_indexer(a, t, normed);
+}
+
+/* Short windows (R = 4: 8 entries) are fetched into L2 one token ahead:
+ * their rows sit in shuffled blocks that no hardware prefetcher predicts,
+ * and a token's compute is too short to hide the misses otherwise.  Long
+ * windows prefetch block by block inside pool_channel_block instead. */
+static void prefetch_window(const kvc_v4_compress_args *a, int64_t t) {
+    if (a->compress_ratio != 4) return;
+    window_rows window;
+    gather_window(a, t, &window);
+    for (int e = 0; e < window.entries; e++)
+        for (int d = 0; d < a->head_dim; d += 16) {
+            _mm_prefetch((const char *)(window.score[e] + d), _MM_HINT_T1);
+            _mm_prefetch((const char *)(window.kv[e] + d), _MM_HINT_T1);
+        }
+}
+
+/* Many closing tokens: each thread takes runs of whole tokens (runs of
+ * up to 16, at least 8 runs per thread to even out the load). */
+static void compress_by_token(const kvc_v4_compress_args *a, const int64_t *tokens, int64_t count) {
+    int64_t run = count / (8 * (int64_t)omp_get_max_threads());
+    int chunk = run < 1 ? 1 : run > 16 ? 16 : (int)run;
+#pragma omp parallel for schedule(dynamic, chunk)
+    for (int64_t i = 0; i < count; i++) {
+        window_rows window;
+        float pooled[MAX_HEAD_DIM];
+        if (i + 1 < count) prefetch_window(a, tokens[i + 1]);
+        gather_window(a, tokens[i], &window);
+        for (int d = 0; d < a->head_dim; d += CHANNEL_BLOCK) pool_channel_block(&window, d, pooled);
+        finish_token(a, tokens[i], pooled);
+    }
+}
+
+/* Few closing tokens: the (token, channel block) pairs are spread over
+ * the threads, pooled rows meet in one scratch array, then each token is
+ * normed and stored. */
+static void compress_by_channel_block(const kvc_v4_compress_args *a, const int64_t *tokens, int64_t count,
+                                      float *pooled_rows) {
+    int blocks = a->head_dim / CHANNEL_BLOCK;
+#pragma omp parallel
+    {
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t item = 0; item < count * blocks; item++) {
+            int64_t i = item / blocks;
+            int block = (int)(item % blocks);
+            window_rows window;
+            gather_window(a, tokens[i], &window);
+            pool_channel_block(&window, block * CHANNEL_BLOCK, pooled_rows + i * a->head_dim);
+        }
+#pragma omp for schedule(static)
+        for (int64_t i = 0; i < count; i++) finish_token(a, tokens[i], pooled_rows + i * a->head_dim);
+    }
+}
+
+int opt_v4_compress(const kvc_v4_compress_args *a, kvc_error *err) {
+    int rc = kvc_validate_v4_compress(a, err);
+    if (rc) return rc;
+    /* The closing tokens that produce a row, collected once per call. */
+    int64_t *tokens = malloc((size_t)(a->num_tokens > 0 ? a->num_tokens : 1) * sizeof *tokens);
+    if (!tokens) return kvc_fail(err, KVC_ERR_NOMEM, "out of memory for the closing-token list");
+    int64_t count = 0;
+    for (int64_t t = 0; t < a->num_tokens; t++)
+        if (a->slot_mapping[t] >= 0 && a->kv_slot_mapping[t] >= 0 && kvc_is_closing(a->positions[t], a->compress_ratio))
+            tokens[count++] = t;
+    if (count >= (int64_t)TOKENS_PER_THREAD_FOR_TOKEN_PARALLELISM * omp_get_max_threads()) {
+        compress_by_token(a, tokens, count);
+    } else if (count > 0) {
+        float *pooled_rows = malloc((size_t)(count * a->head_dim) * sizeof *pooled_rows);
+        if (!pooled_rows) { free(tokens); return kvc_fail(err, KVC_ERR_NOMEM, "out of memory for pooled rows"); }
+        compress_by_channel_block(a, tokens, count, pooled_rows);
+        free(pooled_rows);
+    }
+    free(tokens);
+    opt_leave_vector_code();
+    return KVC_OK;
+}

@@ -1,0 +1,70 @@
+/* Optimized v4.save_partial_states: state[s] = [kv[t], score[t] + ape].
+ * Rows are independent, so tokens are spread over the threads. */
+#include <stdint.h>
+#include <string.h>
+
+#include "../common/formats.h"
+#include "../common/layout.h"
+#include "../common/validate.h"
+#include "stages.h"
+#include "vector_math.h"
+
+/* Above this many bytes of state rows per call the rows cannot stay in
+ * cache anyway, and streaming stores skip reading the destination first
+ * (a third less memory traffic).  Smaller batches (decode) use ordinary
+ * stores, so that compress finds the fresh rows in cache. */
+#define STREAMING_STORE_BYTES ((int64_t)8 << 20)
+
+/* Store 16 floats; the streaming store writes the same bytes. */
+static inline void store16(float *destination, __m512 value, int streaming) {
+    if (streaming) _mm512_stream_ps(destination, value);
+    else _mm512_storeu_ps(destination, value);
+}
+
+/* The kv half, copied bit for bit (loads and stores move bits only). */
+static void copy_kv(float *destination, const float *kv, int64_t width, int streaming) {
+    for (int64_t i = 0; i < width; i += 16) store16(destination + i, _mm512_loadu_ps(kv + i), streaming);
+}
+
+/* The score half: one fp32 add per element, NaN made canonical (the
+ * blend writes exactly what kvc_canonical_f32 returns). */
+static void add_position_embedding(float *destination, const float *score, const float *ape, int64_t width, int streaming) {
+    const __m512 canonical_nan = _mm512_castsi512_ps(_mm512_set1_epi32((int)KVC_F32_NAN_BITS));
+    for (int64_t i = 0; i < width; i += 16) {
+        __m512 sum = _mm512_add_ps(_mm512_loadu_ps(score + i), _mm512_loadu_ps(ape + i));
+        __mmask16 is_nan = _mm512_cmp_ps_mask(sum, sum, _CMP_UNORD_Q);
+        store16(destination + i, _mm512_mask_blend_ps(is_nan, sum, canonical_nan), streaming);
+    }
+}
+
+int opt_v4_save_partial_states(const kvc_v4_save_args *a, kvc_error *err) {
+    int rc = kvc_validate_v4_save(a, err);
+    if (rc) return rc;
+    /* width = coff * D is 128, 256, 512 or 1024: whole zmm registers. */
+    int64_t width = (int64_t)kvc_v4_coff(a->compress_ratio) * a->head_dim;
+    int large_batch = a->num_tokens * 2 * width * 4 > STREAMING_STORE_BYTES;
+#pragma omp parallel
+    {
+#pragma omp for schedule(static)
+        for (int64_t t = 0; t < a->num_tokens; t++) {
+            int64_t slot = a->slot_mapping[t];
+            if (t + 1 < a->num_tokens) {
+                opt_prefetch_bytes(a->kv + (t + 1) * width, width * 4);
+                opt_prefetch_bytes(a->score + (t + 1) * width, width * 4);
+            }
+            if (slot < 0) continue;
+            float *state_row = (float *)kvc_plain_row(&a->state_cache, slot, 2 * width * 4);
+            const float *ape_row = a->ape + (a->positions[t] % a->compress_ratio) * width;
+            /* Streaming stores need 64-byte alignment (rows are whole
+             * multiples of 64 bytes, so only the row start matters). */
+            int streaming = large_batch && ((uintptr_t)state_row & 63) == 0;
+            copy_kv(state_row, a->kv + t * width, width, streaming);
+            add_position_embedding(state_row + width, a->score + t * width, ape_row, width, streaming);
+        }
+        /* Streaming stores are weakly ordered: drain them before the
+         * threads join, so every later reader sees the rows. */
+        _mm_sfence();
+    }
+    opt_leave_vector_code();
+    return KVC_OK;
+}

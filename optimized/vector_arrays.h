@@ -1,0 +1,25 @@
+/* Array forms of the optimized vector math, with plain C types, for code
+ * compiled without AVX-512 flags (tests, tools/exhaustive.c).  Call them
+ * only after kvc_optimized_backend_get has returned a backend: they run
+ * AVX-512 instructions.  Any count n >= 0 works (tails are padded). */
+#ifndef KVCMP_OPTIMIZED_VECTOR_ARRAYS_H
+#define KVCMP_OPTIMIZED_VECTOR_ARRAYS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* y[i] = kvc_expf_cr(x[i]), computed by opt_exp16. */
+void opt_exp_array(const float *x, float *y, int64_t n);
+/* y[i] = kvc_bf16_from_f32(x[i]), computed 16 lanes at a time. */
+void opt_bf16_array(const float *x, uint16_t *y, int64_t n);
+/* y[i] = kvc_fp8_from_f32(x[i]), computed 16 lanes at a time. */
+void opt_fp8_array(const float *x, uint8_t *y, int64_t n);
+/* The bench's bandwidth roofline: a streaming read (returns the sum of
+ * the 64-bit words) and a streaming copy (no read of the destination),
+ * both with software prefetch. */
+uint64_t opt_stream_read(const void *data, size_t bytes);
+void opt_stream_copy(void *destination, const void *source, size_t bytes);
+/* Step 4 on values[0..count), count a multiple of 16. */
+float opt_sum_of_squares(const float *values, int count);
+
+#endif
