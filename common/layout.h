@@ -52,6 +52,14 @@ static inline int64_t kvc_v4_state_slot(const kvc_v4_compress_args *a, int64_t r
     return (int64_t)a->block_table[req * a->max_blocks + q / bs] * bs + q % bs;
 }
 
+/* V4.1 ring store (SPEC.md 5.1): request req stores the batch rows
+ * [*first, *end), the last min(n, CAP) rows of its chunk. */
+static inline void kvc_v41_ring_rows(const kvc_v41_norm_args *a, int64_t req, int64_t *first, int64_t *end) {
+    int64_t begin = a->query_start_loc[req], cap = a->state_cache.page_rows;
+    *end = a->query_start_loc[req + 1];
+    *first = *end - begin > cap ? *end - cap : begin;
+}
+
 /* Bytes spanned by a paged cache in memory. */
 static inline int64_t kvc_cache_span(const kvc_paged_cache *cache) {
     return cache->num_pages == 0 ? 0 : (cache->num_pages - 1) * cache->page_stride + cache->page_bytes;

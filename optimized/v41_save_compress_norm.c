@@ -52,11 +52,10 @@ static void write_latent(uint16_t *latent_row, const float *pooled, const float 
 /* After every pooling read: the last min(n, CAP) rows of each request's
  * chunk go to their ring slots (padding rows count but write nothing). */
 static void store_rings(const kvc_v41_norm_args *a) {
-    int64_t cap = a->state_cache.page_rows;
 #pragma omp parallel for schedule(static)
     for (int64_t req = 0; req < a->num_requests; req++) {
-        int64_t begin = a->query_start_loc[req], end = a->query_start_loc[req + 1];
-        int64_t first = end - begin > cap ? end - cap : begin;
+        int64_t first, end;
+        kvc_v41_ring_rows(a, req, &first, &end);
         for (int64_t t = first; t < end; t++) {
             if (a->slot_mapping[t] < 0) continue;
             memcpy(kvc_plain_row(&a->state_cache, a->slot_mapping[t], RING_ROW_BYTES), a->kv_score + t * 2 * HEAD_DIM,
