@@ -134,6 +134,10 @@ int kvc_replay_case(const char *dir, const kvc_replay_options *options, kvc_repl
     kvc_source_tally *tally = tally_for(totals, label);
     if (failed) { totals->failed++; tally->failed++; }
     else { totals->passed++; tally->passed++; }
+    if (options->silent) {
+        if (report_out) *report_out = report;
+        return failed;
+    }
     if (failed || !options->quiet) printf("%s [%s] %s: %s\n", failed ? "FAIL" : "PASS", label, dir, detail);
     if (failed)
         printf("  __REPRO: build/kvcmp replay --impl %s --policy %s %s\n", options->impl_name, policy_name(options->policy), dir);

@@ -10,6 +10,7 @@ typedef struct {
     kvc_policy policy;
     int64_t page_padding;
     int quiet;                    /* print only failures and the summary */
+    int silent;                   /* print nothing (the caller reports) */
 } kvc_replay_options;
 
 /* Per-source tallies, for "counted per source" summaries. */

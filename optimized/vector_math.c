@@ -312,7 +312,11 @@ uint64_t opt_stream_read(const void *data, size_t bytes) {
         sum0 = _mm512_add_epi64(sum0, _mm512_loadu_si512(p + i));
         sum1 = _mm512_add_epi64(sum1, _mm512_loadu_si512(p + i + 64));
     }
-    uint64_t total = (uint64_t)_mm512_reduce_add_epi64(_mm512_add_epi64(sum0, sum1));
+    /* GCC's _mm512_reduce_add_epi64 adds signed lanes in C (overflow is
+     * undefined): fold the lanes as unsigned words instead. */
+    uint64_t lanes[8], total = 0;
+    _mm512_storeu_si512(lanes, _mm512_add_epi64(sum0, sum1));
+    for (int lane = 0; lane < 8; lane++) total += lanes[lane];
     for (; i + 8 <= bytes; i += 8) {
         uint64_t word;
         memcpy(&word, p + i, 8);
