@@ -89,7 +89,7 @@ static int check_slot(const int64_t *slots, const char *name, int64_t t, const k
 }
 
 static int check_cos_row(int64_t position, int32_t ratio, int64_t cos_sin_rows, int64_t t, kvc_error *err) {
-    int64_t row = (position / ratio) * ratio;
+    int64_t row = kvc_rope_row(position, ratio);
     if (row >= cos_sin_rows)
         return kvc_fail(err, KVC_ERR_INDEX, "cos_sin row (positions[%lld] / R) * R = %lld is past the table (%lld rows)",
                         (long long)t, (long long)row, (long long)cos_sin_rows);

@@ -19,6 +19,12 @@ const char *kvc_status_name(int code);
 /* Positions above this are rejected so p + 1 and (p / R) * R never overflow. */
 #define KVC_MAX_POSITION ((int64_t)1 << 40)
 
+/* The cos_sin row of a closing token at position p: (p / R) * R (SPEC.md
+ * step 7), the group's first position. */
+static inline int64_t kvc_rope_row(int64_t position, int32_t ratio) {
+    return (position / ratio) * ratio;
+}
+
 /* A closing token of ratio R at position p (SPEC.md section 1). */
 static inline int kvc_is_closing(int64_t position, int32_t ratio) {
     return (position + 1) % ratio == 0;

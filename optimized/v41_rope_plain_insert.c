@@ -49,7 +49,7 @@ int opt_v41_rope_plain_insert(const kvc_v41_insert_args *a, kvc_error *err) {
         float x[HEAD_DIM];
         for (int d = 0; d < HEAD_DIM; d += 16)
             _mm512_storeu_ps(x + d, opt_f32_from_bf16x16(_mm256_loadu_si256((const __m256i *)(latent_row + d))));
-        int64_t cos_row = (a->positions[t] / a->compress_ratio) * a->compress_ratio;
+        int64_t cos_row = kvc_rope_row(a->positions[t], a->compress_ratio);
         opt_rope(x + NOPE_DIMS, a->cos_sin + cos_row * KVC_ROPE_DIMS);
         uint8_t *row = kvc_plain_row(&a->kv_cache, slot, row_bytes);
         if (a->cache_dtype == KVC_CACHE_BF16) store_bf16_row(row, latent_row, x + NOPE_DIMS);

@@ -22,7 +22,7 @@ int opt_v41_rope_quant_insert(const kvc_v41_insert_args *a, kvc_error *err) {
         float x[HEAD_DIM];
         for (int d = 0; d < HEAD_DIM; d += 16)
             _mm512_storeu_ps(x + d, opt_f32_from_bf16x16(_mm256_loadu_si256((const __m256i *)(a->latent + t * HEAD_DIM + d))));
-        int64_t cos_row = (a->positions[t] / a->compress_ratio) * a->compress_ratio;
+        int64_t cos_row = kvc_rope_row(a->positions[t], a->compress_ratio);
         opt_rope(x + NOPE_DIMS, a->cos_sin + cos_row * KVC_ROPE_DIMS);
         opt_store_ds_mla(x, x + NOPE_DIMS, kvc_ds_mla_token(&a->kv_cache, slot), kvc_ds_mla_scales(&a->kv_cache, slot));
     }

@@ -100,7 +100,7 @@ static void store_main(const kvc_v4_compress_args *a, int64_t t, float *normed) 
     int nope_dims = 512 - KVC_ROPE_DIMS;
     float nope_bf16[512 - KVC_ROPE_DIMS];
     for (int d = 0; d < nope_dims; d += 16) _mm512_storeu_ps(nope_bf16 + d, opt_round_to_bf16x16(_mm512_loadu_ps(normed + d)));
-    int64_t cos_row = (a->positions[t] / a->compress_ratio) * a->compress_ratio;
+    int64_t cos_row = kvc_rope_row(a->positions[t], a->compress_ratio);
     opt_rope(normed + nope_dims, a->cos_sin + cos_row * KVC_ROPE_DIMS);
     int64_t slot = a->kv_slot_mapping[t];
     opt_store_ds_mla(nope_bf16, normed + nope_dims, kvc_ds_mla_token(&a->kv_cache, slot), kvc_ds_mla_scales(&a->kv_cache, slot));
@@ -109,7 +109,7 @@ static void store_main(const kvc_v4_compress_args *a, int64_t t, float *normed) 
 /* D = 128 indexer: RoPE on fp32, then all 128 dims to bf16 and one block. */
 static void store_indexer(const kvc_v4_compress_args *a, int64_t t, float *normed) {
     int nope_dims = 128 - KVC_ROPE_DIMS;
-    int64_t cos_row = (a->positions[t] / a->compress_ratio) * a->compress_ratio;
+    int64_t cos_row = kvc_rope_row(a->positions[t], a->compress_ratio);
     opt_rope(normed + nope_dims, a->cos_sin + cos_row * KVC_ROPE_DIMS);
     float z[128];
     for (int d = 0; d < 128; d += 16) _mm512_storeu_ps(z + d, opt_round_to_bf16x16(_mm512_loadu_ps(normed + d)));

@@ -20,7 +20,7 @@ int ref_v41_rope_plain_insert(const kvc_v41_insert_args *a, kvc_error *err) {
         int64_t slot = a->slot_mapping[t];
         if (slot < 0 || !kvc_is_closing(a->positions[t], a->compress_ratio)) continue;
         for (int d = 0; d < HEAD_DIM; d++) x[d] = kvc_f32_from_bf16(a->latent[t * HEAD_DIM + d]);
-        int64_t cos_row = (a->positions[t] / a->compress_ratio) * a->compress_ratio;
+        int64_t cos_row = kvc_rope_row(a->positions[t], a->compress_ratio);
         ref_rope(x + NOPE_DIMS, a->cos_sin + cos_row * KVC_ROPE_DIMS);
         uint8_t *row = kvc_plain_row(&a->kv_cache, slot, row_bytes);
         for (int d = 0; d < HEAD_DIM; d++) {

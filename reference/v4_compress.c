@@ -45,7 +45,7 @@ static void store_main(const kvc_v4_compress_args *a, int64_t t, float *normed) 
     int nope_dims = 512 - KVC_ROPE_DIMS;
     float nope_bf16[512];
     for (int d = 0; d < nope_dims; d++) nope_bf16[d] = kvc_f32_from_bf16(kvc_bf16_from_f32(normed[d]));
-    int64_t cos_row = (a->positions[t] / a->compress_ratio) * a->compress_ratio;
+    int64_t cos_row = kvc_rope_row(a->positions[t], a->compress_ratio);
     ref_rope(normed + nope_dims, a->cos_sin + cos_row * KVC_ROPE_DIMS);
     int64_t slot = a->kv_slot_mapping[t];
     ref_store_ds_mla(nope_bf16, normed + nope_dims, kvc_ds_mla_token(&a->kv_cache, slot), kvc_ds_mla_scales(&a->kv_cache, slot));
@@ -55,7 +55,7 @@ static void store_main(const kvc_v4_compress_args *a, int64_t t, float *normed) 
  * and quantised as one block with an fp32 power-of-two scale. */
 static void store_indexer(const kvc_v4_compress_args *a, int64_t t, float *normed) {
     int nope_dims = 128 - KVC_ROPE_DIMS;
-    int64_t cos_row = (a->positions[t] / a->compress_ratio) * a->compress_ratio;
+    int64_t cos_row = kvc_rope_row(a->positions[t], a->compress_ratio);
     ref_rope(normed + nope_dims, a->cos_sin + cos_row * KVC_ROPE_DIMS);
     float z[128];
     float magnitude = 1e-4f;
