@@ -2,6 +2,7 @@
 #include "formats.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <mpfr.h>
 
 uint16_t kvc_bf16_from_f32(float x) {
@@ -114,4 +115,25 @@ float kvc_expf_cr(float x) {
     double band = y * 0x1p-49;
     if ((float)(y - band) == f && (float)(y + band) == f) return f;
     return kvc_expf_mpfr(x);
+}
+
+int64_t kvc_fp8_distance(uint8_t a, uint8_t b) {
+    int a_nan = (a & 0x7F) == 0x7F, b_nan = (b & 0x7F) == 0x7F;
+    if (a_nan || b_nan) return a_nan && b_nan ? 0 : -1;
+    int64_t oa = (a & 0x80) ? -(int64_t)(a & 0x7F) : (int64_t)(a & 0x7F);
+    int64_t ob = (b & 0x80) ? -(int64_t)(b & 0x7F) : (int64_t)(b & 0x7F);
+    return llabs(oa - ob);
+}
+
+int64_t kvc_bf16_distance(uint16_t a, uint16_t b) {
+    int a_nan = (a & 0x7FFF) > 0x7F80, b_nan = (b & 0x7FFF) > 0x7F80;
+    if (a_nan || b_nan) return a_nan && b_nan ? 0 : -1;
+    int64_t oa = (a & 0x8000) ? -(int64_t)(a & 0x7FFF) : (int64_t)(a & 0x7FFF);
+    int64_t ob = (b & 0x8000) ? -(int64_t)(b & 0x7FFF) : (int64_t)(b & 0x7FFF);
+    return llabs(oa - ob);
+}
+
+int64_t kvc_ue8m0_distance(uint8_t a, uint8_t b) {
+    if (a == KVC_UE8M0_NAN || b == KVC_UE8M0_NAN) return a == b ? 0 : -1;
+    return llabs((int64_t)a - (int64_t)b);
 }

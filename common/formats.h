@@ -67,6 +67,13 @@ static inline float kvc_max_nan(float a, float b) {
     return a > b ? a : b;
 }
 
+/* Distances between two encodings, in steps of the format (the ordinal of
+ * the sign-magnitude code, so +0 and -0 are 0 steps apart); 0 for two
+ * NaNs, -1 when exactly one of them is NaN (UE8M0: 255). */
+int64_t kvc_fp8_distance(uint8_t a, uint8_t b);
+int64_t kvc_bf16_distance(uint16_t a, uint16_t b);
+int64_t kvc_ue8m0_distance(uint8_t a, uint8_t b);
+
 /* Store helpers: little-endian, unaligned-safe. */
 static inline void kvc_store_u16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
 static inline uint16_t kvc_load_u16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }

@@ -15,20 +15,11 @@ const char *kvc_region_name(kvc_region region) { return region_names[region]; }
 
 #define NAN_DISTANCE INT64_MAX
 
-/* Distances in steps of each format: the ordinal of a sign-magnitude code
- * is +-magnitude, so neighbouring values are one step apart. */
-static int64_t fp8_steps(uint8_t a, uint8_t b) {
-    int a_nan = (a & 0x7F) == 0x7F, b_nan = (b & 0x7F) == 0x7F;
-    if (a_nan || b_nan) return a_nan && b_nan ? 0 : NAN_DISTANCE;
-    int64_t oa = a & 0x80 ? -(int64_t)(a & 0x7F) : (a & 0x7F), ob = b & 0x80 ? -(int64_t)(b & 0x7F) : (b & 0x7F);
-    return llabs(oa - ob);
-}
-static int64_t bf16_steps(uint16_t a, uint16_t b) {
-    int a_nan = (a & 0x7FFF) > 0x7F80, b_nan = (b & 0x7FFF) > 0x7F80;
-    if (a_nan || b_nan) return a_nan && b_nan ? 0 : NAN_DISTANCE;
-    int64_t oa = a & 0x8000 ? -(int64_t)(a & 0x7FFF) : (a & 0x7FFF), ob = b & 0x8000 ? -(int64_t)(b & 0x7FFF) : (b & 0x7FFF);
-    return llabs(oa - ob);
-}
+/* Distances in steps of each format: the shared format distances (common/formats.h), with "exactly one side
+ * is NaN" as an infinite distance. */
+static int64_t steps_or_nan(int64_t distance) { return distance < 0 ? NAN_DISTANCE : distance; }
+static int64_t fp8_steps(uint8_t a, uint8_t b) { return steps_or_nan(kvc_fp8_distance(a, b)); }
+static int64_t bf16_steps(uint16_t a, uint16_t b) { return steps_or_nan(kvc_bf16_distance(a, b)); }
 static int64_t f32_steps(uint32_t a, uint32_t b) {
     int a_nan = (a & 0x7FFFFFFFu) > 0x7F800000u, b_nan = (b & 0x7FFFFFFFu) > 0x7F800000u;
     if (a_nan || b_nan) return a_nan && b_nan ? 0 : NAN_DISTANCE;
@@ -36,10 +27,7 @@ static int64_t f32_steps(uint32_t a, uint32_t b) {
     int64_t ob = b & 0x80000000u ? -(int64_t)(b & 0x7FFFFFFFu) : (b & 0x7FFFFFFFu);
     return llabs(oa - ob);
 }
-static int64_t ue8m0_steps(uint8_t a, uint8_t b) {
-    if (a == 255 || b == 255) return a == b ? 0 : NAN_DISTANCE;
-    return llabs((int64_t)a - b);
-}
+static int64_t ue8m0_steps(uint8_t a, uint8_t b) { return steps_or_nan(kvc_ue8m0_distance(a, b)); }
 /* The indexer scale is a power of two: one step is one binade. */
 static int64_t pow2_scale_steps(uint32_t a, uint32_t b) {
     if ((a & 0x807FFFFFu) == 0 && (b & 0x807FFFFFu) == 0 && (a >> 23) != 255 && (b >> 23) != 255)

@@ -217,23 +217,3 @@ double kvc_oracle_ulps_of(float got, mpfr_t exact, mpfr_t scale) {
 
 double kvc_oracle_ulps(float got, mpfr_t exact) { return kvc_oracle_ulps_of(got, exact, exact); }
 
-int64_t kvc_fp8_distance(uint8_t a, uint8_t b) {
-    int a_nan = (a & 0x7F) == 0x7F, b_nan = (b & 0x7F) == 0x7F;
-    if (a_nan || b_nan) return a_nan && b_nan ? 0 : -1;
-    int64_t oa = (a & 0x80) ? -(int64_t)(a & 0x7F) : (int64_t)(a & 0x7F);
-    int64_t ob = (b & 0x80) ? -(int64_t)(b & 0x7F) : (int64_t)(b & 0x7F);
-    return llabs(oa - ob);
-}
-
-int64_t kvc_bf16_distance(uint16_t a, uint16_t b) {
-    int a_nan = (a & 0x7FFF) > 0x7F80, b_nan = (b & 0x7FFF) > 0x7F80;
-    if (a_nan || b_nan) return a_nan && b_nan ? 0 : -1;
-    int64_t oa = (a & 0x8000) ? -(int64_t)(a & 0x7FFF) : (int64_t)(a & 0x7FFF);
-    int64_t ob = (b & 0x8000) ? -(int64_t)(b & 0x7FFF) : (int64_t)(b & 0x7FFF);
-    return llabs(oa - ob);
-}
-
-int64_t kvc_ue8m0_distance(uint8_t a, uint8_t b) {
-    if (a == KVC_UE8M0_NAN || b == KVC_UE8M0_NAN) return a == b ? 0 : -1;
-    return llabs((int64_t)a - (int64_t)b);
-}

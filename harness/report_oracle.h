@@ -56,10 +56,5 @@ double kvc_oracle_ulps(float got, mpfr_t exact);
  * is naturally proportional to), with the same NaN/inf rules. */
 double kvc_oracle_ulps_of(float got, mpfr_t exact, mpfr_t scale);
 
-/* Distances between two encodings, in steps of the format (ordinal of the
- * sign-magnitude code); -1 when exactly one of them is NaN. */
-int64_t kvc_fp8_distance(uint8_t a, uint8_t b);
-int64_t kvc_bf16_distance(uint16_t a, uint16_t b);
-int64_t kvc_ue8m0_distance(uint8_t a, uint8_t b);
 
 #endif
