@@ -3,6 +3,8 @@
 #ifndef KVCMP_LAYOUT_H
 #define KVCMP_LAYOUT_H
 
+#include <string.h>
+
 #include "kvcmp.h"
 
 /* First byte of page `slot / page_rows`. */
@@ -52,12 +54,17 @@ static inline int64_t kvc_v4_state_slot(const kvc_v4_compress_args *a, int64_t r
     return (int64_t)a->block_table[req * a->max_blocks + q / bs] * bs + q % bs;
 }
 
-/* V4.1 ring store (SPEC.md 5.1): request req stores the batch rows
- * [*first, *end), the last min(n, CAP) rows of its chunk. */
-static inline void kvc_v41_ring_rows(const kvc_v41_norm_args *a, int64_t req, int64_t *first, int64_t *end) {
-    int64_t begin = a->query_start_loc[req], cap = a->state_cache.page_rows;
-    *end = a->query_start_loc[req + 1];
-    *first = *end - begin > cap ? *end - cap : begin;
+/* V4.1 ring store (SPEC.md 5.1) for request req: the last min(n, CAP)
+ * rows of its chunk are copied bit for bit to their ring slots (padding
+ * rows count towards the min but write nothing).  Requests own distinct
+ * ring blocks (validated), so they may be stored in any order. */
+static inline void kvc_v41_store_ring(const kvc_v41_norm_args *a, int64_t req) {
+    int64_t begin = a->query_start_loc[req], end = a->query_start_loc[req + 1], cap = a->state_cache.page_rows;
+    int64_t row_bytes = 2 * KVC_V41_HEAD_DIM * 4;
+    for (int64_t t = end - begin > cap ? end - cap : begin; t < end; t++)
+        if (a->slot_mapping[t] >= 0)
+            memcpy(kvc_plain_row(&a->state_cache, a->slot_mapping[t], row_bytes), a->kv_score + t * 2 * KVC_V41_HEAD_DIM,
+                   (size_t)row_bytes);
 }
 
 /* Bytes spanned by a paged cache in memory. */

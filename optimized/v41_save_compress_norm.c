@@ -49,19 +49,10 @@ static void write_latent(uint16_t *latent_row, const float *pooled, const float 
         _mm256_storeu_si256((__m256i *)(latent_row + d), opt_bf16_from_f32x16(_mm512_loadu_ps(normed + d)));
 }
 
-/* After every pooling read: the last min(n, CAP) rows of each request's
- * chunk go to their ring slots (padding rows count but write nothing). */
+/* After every pooling read of the call, each request's ring rows. */
 static void store_rings(const kvc_v41_norm_args *a) {
 #pragma omp parallel for schedule(static)
-    for (int64_t req = 0; req < a->num_requests; req++) {
-        int64_t first, end;
-        kvc_v41_ring_rows(a, req, &first, &end);
-        for (int64_t t = first; t < end; t++) {
-            if (a->slot_mapping[t] < 0) continue;
-            memcpy(kvc_plain_row(&a->state_cache, a->slot_mapping[t], RING_ROW_BYTES), a->kv_score + t * 2 * HEAD_DIM,
-                   RING_ROW_BYTES);
-        }
-    }
+    for (int64_t req = 0; req < a->num_requests; req++) kvc_v41_store_ring(a, req);
 }
 
 int opt_v41_save_compress_norm(const kvc_v41_norm_args *a, kvc_error *err) {

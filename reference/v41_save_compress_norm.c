@@ -46,18 +46,9 @@ static void write_latent(const kvc_v41_norm_args *a, int64_t t, const float *poo
     for (int d = 0; d < HEAD_DIM; d++) a->latent[t * HEAD_DIM + d] = kvc_bf16_from_f32(normed[d]);
 }
 
-/* After every pooling read: the last min(n, CAP) rows of each request's
- * chunk go to their ring slots (padding rows count but write nothing). */
+/* After every pooling read of the call, each request's ring rows. */
 static void store_rings(const kvc_v41_norm_args *a) {
-    for (int64_t req = 0; req < a->num_requests; req++) {
-        int64_t first, end;
-        kvc_v41_ring_rows(a, req, &first, &end);
-        for (int64_t t = first; t < end; t++) {
-            if (a->slot_mapping[t] < 0) continue;
-            memcpy(kvc_plain_row(&a->state_cache, a->slot_mapping[t], RING_ROW_BYTES), a->kv_score + t * 2 * HEAD_DIM,
-                   RING_ROW_BYTES);
-        }
-    }
+    for (int64_t req = 0; req < a->num_requests; req++) kvc_v41_store_ring(a, req);
 }
 
 int ref_v41_save_compress_norm(const kvc_v41_norm_args *a, kvc_error *err) {
