@@ -22,6 +22,7 @@
 
 #include "backends.h"
 #include "commands.h"
+#include "coverage.h"
 #include "fuzz_gen.h"
 #include "fuzz_run.h"
 #include "fuzz_shrink.h"
@@ -580,7 +581,7 @@ static int spawn_worker(const fuzz_options *o, const campaign *c, const kvc_back
                                   .family_mask = o->family_mask};
         worker_main(&w, job, first_k, stop);
         close(p[1]);
-        _exit(0);
+        kvc_exit_worker(0);
     }
     close(p[1]);
     *fd = (struct pollfd){.fd = p[0], .events = POLLIN};
@@ -594,6 +595,7 @@ static int spawn_worker(const fuzz_options *o, const campaign *c, const kvc_back
 static void prefer_passive_openmp(char **argv) {
     if (getenv("OMP_WAIT_POLICY")) return;
     setenv("OMP_WAIT_POLICY", "passive", 1);
+    kvc_coverage_flush();
     execv("/proc/self/exe", argv - 2);   /* argv is main's argv + 2: "kvcmp fuzz ..." */
 }
 

@@ -16,10 +16,21 @@ report: deps $(BUILD)/kvcmp
 	$(if $(REPORT_PARITY_CASES),$(BUILD)/kvcmp report parity --out $(REPORT_DIR) $(REPORT_PARITY_CASES))
 
 # Coverage: the whole build again with gcc --coverage (CC carries the flag
-# into every compile and link, the ASan test binary included) in its own
-# build directory, then the test suite, the replay of the shared corpora,
-# a short fixed-seed fuzz campaign and a small report run, and gcovr over
+# into every compile and link, the test binary included) in its own build
+# directory, then the test suite, the replay of the shared corpora, a short
+# fixed-seed fuzz campaign and a small report run, and gcovr over
 # reference/, optimized/ and harness/.  Fails under 95% lines / 85% branches.
+#
+# Every object of the coverage build, kvcmp's and the test binary's, is
+# compiled the same way: -O0 and no sanitizers.  gcovr adds up the counts
+# of one source line from every object that holds it, branch by branch in
+# order; objects built with other flags (the test binary's -O1 with
+# ASan/UBSan) carry other branches on the same lines (UBSan's never-taken
+# checks, comparisons that -O1 turns into conditional moves), and the sum
+# then counts branches that are not in the source, or two different ones
+# as one.  The sanitized run stays in make test itself.
+# KVC_COVERAGE makes forked fuzz workers flush their counters before
+# _exit (harness/coverage.h); without it their cases would not count.
 # The formats suite is left out of the coverage run: its exhaustive 2^32
 # loops exercise only common/formats.c, outside the measured directories,
 # and take many minutes once instrumented.
@@ -29,10 +40,14 @@ COVERAGE_FUZZ_CASES ?= 1000
 COVERAGE_LINE_MIN ?= 95
 COVERAGE_BRANCH_MIN ?= 85
 COVERAGE_FILTERS := --filter '$(CURDIR)/reference/' --filter '$(CURDIR)/optimized/' --filter '$(CURDIR)/harness/'
+COVERAGE_MAKE_FLAGS := CC='$(CC) --coverage -DKVC_COVERAGE' OPT_FLAGS='-O0' TEST_OPT_FLAGS='-O0' SANITIZE=
 
 coverage: deps
+	@# make does not see changed flags: a build made with others starts over.
+	@if [ "$$(cat $(COVERAGE_BUILD)/flags 2>/dev/null)" != "$(COVERAGE_MAKE_FLAGS)" ]; then \
+		rm -rf $(COVERAGE_BUILD) && mkdir -p $(COVERAGE_BUILD) && echo "$(COVERAGE_MAKE_FLAGS)" > $(COVERAGE_BUILD)/flags; fi
 	find $(COVERAGE_BUILD) -name '*.gcda' -delete 2>/dev/null || true
-	$(MAKE) --no-print-directory BUILD=$(COVERAGE_BUILD) CC='$(CC) --coverage' OPT_FLAGS='-O0' \
+	$(MAKE) --no-print-directory BUILD=$(COVERAGE_BUILD) $(COVERAGE_MAKE_FLAGS) \
 		$(COVERAGE_BUILD)/kvcmp $(COVERAGE_BUILD)/asan/unit-tests
 	ASAN_OPTIONS=detect_leaks=0 KVCMP_SHARED=$(SHARED) $(COVERAGE_BUILD)/asan/unit-tests --jobs 2 --filter '!(formats)/*' || true
 	-$(COVERAGE_BUILD)/kvcmp replay --quiet --policy exact $(SHARED)/spec-cases fixtures/regressions
@@ -42,7 +57,9 @@ coverage: deps
 	-$(COVERAGE_BUILD)/kvcmp report --cases 1 --out $(COVERAGE_BUILD)/report $(SHARED)/vllm-cases
 	@mkdir -p $(COVERAGE_DIR)
 	@# One pass over the gcov data into a tracefile, then every output from it.
-	gcovr --root . $(COVERAGE_FILTERS) --object-directory $(COVERAGE_BUILD) --json $(COVERAGE_BUILD)/coverage.json
+	@# The search path is the coverage build alone: gcovr's default, the
+	@# root, would add the counts of any other build tree under it.
+	gcovr --root . $(COVERAGE_FILTERS) --object-directory $(COVERAGE_BUILD) --json $(COVERAGE_BUILD)/coverage.json $(COVERAGE_BUILD)
 	gcovr --root . --add-tracefile $(COVERAGE_BUILD)/coverage.json --branches --txt $(COVERAGE_DIR)/summary-branches.txt
 	@# gcovr writes every report first, then exits non-zero under a threshold.
 	gcovr --root . --add-tracefile $(COVERAGE_BUILD)/coverage.json \
