@@ -110,6 +110,10 @@ float kvc_expf_mpfr(float x) {
  * MPFR path decides.  The band is hit about once per 2^25 calls. */
 float kvc_expf_cr(float x) {
     if (kvc_f32_is_nan(x)) return x;
+    /* exp(89) > 2^128 rounds to +inf in binary32, as does everything
+     * above; without this the band test below sees inf - inf for x > 709
+     * (the double exp overflows) and sends each such x to MPFR. */
+    if (x > 89.0f) return kvc_f32_from_bits(0x7F800000u);
     double y = exp((double)x);
     float f = (float)y;
     double band = y * 0x1p-49;
