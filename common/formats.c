@@ -56,30 +56,6 @@ uint8_t kvc_fp8_from_f32(float x) {
     return (uint8_t)(sign | (uint8_t)(e8 << 3) | (uint8_t)(kept - 8));
 }
 
-kvc_block_scale kvc_block_scale_from_quotient(float q) {
-    kvc_block_scale s = {KVC_SCALE_FINITE, 0};
-    uint32_t u = kvc_f32_bits(q);
-    if ((u & 0x7FFFFFFFu) > 0x7F800000u) { s.kind = KVC_SCALE_NAN; return s; }
-    if (u == 0x7F800000u) { s.kind = KVC_SCALE_INF; return s; }
-    uint32_t exp_field = u >> 23, man = u & 0x7FFFFFu;
-    if (exp_field == 0) {
-        /* Subnormal q = man * 2^-149: ceil(log2) from the top set bit. */
-        int top = 31 - __builtin_clz(man);
-        s.scale_exp = -149 + top + ((man & (man - 1)) ? 1 : 0);
-        return s;
-    }
-    s.scale_exp = (int)exp_field - 127 + (man ? 1 : 0);
-    return s;
-}
-
-uint8_t kvc_ue8m0_from_scale(kvc_block_scale s) {
-    if (s.kind != KVC_SCALE_FINITE) return KVC_UE8M0_NAN;
-    int byte = s.scale_exp + 127;
-    if (byte < 0) byte = 0;
-    if (byte > 255) byte = 255;
-    return (uint8_t)byte;
-}
-
 float kvc_scale_multiplier(kvc_block_scale s) {
     if (s.kind == KVC_SCALE_INF) return 0.0f;
     if (s.kind == KVC_SCALE_NAN) return kvc_f32_from_bits(KVC_F32_NAN_BITS);

@@ -46,10 +46,35 @@ typedef struct {
     int scale_exp;     /* valid when kind == KVC_SCALE_FINITE */
 } kvc_block_scale;
 
-/* q must be > 0 or +inf or NaN (a >= 1e-4 guarantees it). */
-kvc_block_scale kvc_block_scale_from_quotient(float q);
+/* q must be > 0 or +inf or NaN (a >= 1e-4 guarantees it).  Inline (as is
+ * kvc_ue8m0_from_scale): the optimized backend calls both once per
+ * 64-value block, and an out-of-line call from its AVX-512 code costs a
+ * vzeroupper and the upper register state each time. */
+static inline kvc_block_scale kvc_block_scale_from_quotient(float q) {
+    kvc_block_scale s = {KVC_SCALE_FINITE, 0};
+    uint32_t u = kvc_f32_bits(q);
+    if ((u & 0x7FFFFFFFu) > 0x7F800000u) { s.kind = KVC_SCALE_NAN; return s; }
+    if (u == 0x7F800000u) { s.kind = KVC_SCALE_INF; return s; }
+    uint32_t exp_field = u >> 23, man = u & 0x7FFFFFu;
+    if (exp_field == 0) {
+        /* Subnormal q = man * 2^-149: ceil(log2) from the top set bit. */
+        int top = 31 - __builtin_clz(man);
+        s.scale_exp = -149 + top + ((man & (man - 1)) ? 1 : 0);
+        return s;
+    }
+    s.scale_exp = (int)exp_field - 127 + (man ? 1 : 0);
+    return s;
+}
+
 /* UE8M0 byte: scale_exp + 127 clamped to [0, 255]; 255 for inf and NaN. */
-uint8_t kvc_ue8m0_from_scale(kvc_block_scale s);
+static inline uint8_t kvc_ue8m0_from_scale(kvc_block_scale s) {
+    if (s.kind != KVC_SCALE_FINITE) return KVC_UE8M0_NAN;
+    int byte = s.scale_exp + 127;
+    if (byte < 0) byte = 0;
+    if (byte > 255) byte = 255;
+    return (uint8_t)byte;
+}
+
 /* 2^-e as fp32: +0 for an infinite scale, NaN for a NaN scale. */
 float kvc_scale_multiplier(kvc_block_scale s);
 /* 2^e as fp32 (the D=128 stored scale): +inf, canonical NaN. */

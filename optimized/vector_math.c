@@ -230,14 +230,17 @@ float opt_block_magnitude(const float *values, int count) {
     return _mm512_reduce_max_ps(largest);
 }
 
+/* 16 codes of one block, one per 32-bit lane: fp8(clamp(y * multiplier)). */
+static inline __m512i quantize16(const float *y, __m512 multiplier) {
+    return opt_fp8_lanes_from_f32x16(opt_clamp_fp8_range16(_mm512_mul_ps(_mm512_loadu_ps(y), multiplier)));
+}
+
 uint8_t opt_quantize_block_ue8m0(const float *y, uint8_t *codes) {
     float magnitude = opt_block_magnitude(y, KVC_QUANT_BLOCK);
     kvc_block_scale scale = kvc_block_scale_from_quotient(magnitude / KVC_FP8_MAX);
     __m512 multiplier = _mm512_set1_ps(opt_scale_multiplier(scale));
-    for (int j = 0; j < KVC_QUANT_BLOCK; j += 16) {
-        __m512 scaled = _mm512_mul_ps(_mm512_loadu_ps(y + j), multiplier);
-        _mm_storeu_si128((__m128i *)(codes + j), opt_fp8_from_f32x16(opt_clamp_fp8_range16(scaled)));
-    }
+    _mm512_storeu_si512(codes, opt_pack_bytes64(quantize16(y, multiplier), quantize16(y + 16, multiplier),
+                                                quantize16(y + 32, multiplier), quantize16(y + 48, multiplier)));
     return kvc_ue8m0_from_scale(scale);
 }
 

@@ -139,10 +139,11 @@ static inline __m512 opt_clamp_fp8_range16(__m512 x) {
     return _mm512_max_ps(_mm512_set1_ps(-448.0f), x);
 }
 
-/* fp32 -> fp8 e4m3fn (kvc_fp8_from_f32) for 16 lanes.  Inline: as an
- * out-of-line function returning an xmm value it left the upper halves of
- * the zmm registers dirty for its callers (GCC emits no vzeroupper there). */
-static inline __m128i opt_fp8_from_f32x16(__m512 x) {
+/* fp32 -> fp8 e4m3fn (kvc_fp8_from_f32) for 16 lanes, one code per
+ * 32-bit lane (0..255).  Inline: as an out-of-line function returning a
+ * vector it left the upper halves of the zmm registers dirty for its
+ * callers (GCC emits no vzeroupper there). */
+static inline __m512i opt_fp8_lanes_from_f32x16(__m512 x) {
     __m512i bits = _mm512_castps_si512(x);
     __m512i sign = _mm512_and_si512(_mm512_srli_epi32(bits, 24), _mm512_set1_epi32(0x80));
     __m512i magnitude = _mm512_and_si512(bits, _mm512_set1_epi32(0x7FFFFFFF));
@@ -160,8 +161,23 @@ static inline __m128i opt_fp8_from_f32x16(__m512 x) {
     /* 0x7F and above: NaN, infinity, or a magnitude that rounds past 448;
      * all become the unsigned NaN byte, like the scalar. */
     __mmask16 is_nan = _mm512_cmpge_epu32_mask(code, _mm512_set1_epi32(0x7F));
-    code = _mm512_mask_blend_epi32(is_nan, _mm512_or_si512(code, sign), _mm512_set1_epi32(0x7F));
-    return _mm512_cvtepi32_epi8(code);
+    return _mm512_mask_blend_epi32(is_nan, _mm512_or_si512(code, sign), _mm512_set1_epi32(0x7F));
+}
+
+/* The same 16 codes as bytes. */
+static inline __m128i opt_fp8_from_f32x16(__m512 x) { return _mm512_cvtepi32_epi8(opt_fp8_lanes_from_f32x16(x)); }
+
+/* 4 x 16 codes (codes 0-15, 16-31, 32-47, 48-63, each 0..255 in a 32-bit
+ * lane) -> 64 bytes in order.  The
+ * saturating packs keep every value (all fit), but interleave the 128-bit
+ * lanes; one permute puts the dwords back: one store instead of four
+ * narrowing vpmovdb stores, the costliest part of the quantiser. */
+static inline __m512i opt_pack_bytes64(__m512i codes0, __m512i codes16, __m512i codes32, __m512i codes48) {
+    __m512i words_low = _mm512_packus_epi32(codes0, codes16);
+    __m512i words_high = _mm512_packus_epi32(codes32, codes48);
+    __m512i bytes = _mm512_packus_epi16(words_low, words_high);
+    /* dword k of 128-bit lane L holds codes (16 k + 4 L .. 16 k + 4 L + 3). */
+    return _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), bytes);
 }
 
 /* Step 9 for one 64-wide block of widened bf16 values: 64 codes, and the

@@ -113,7 +113,7 @@ Test(formats, fp8_ties_round_to_even) {
 
 /* ceil(log2(q)) by frexp: q = m * 2^E with m in [0.5, 1). */
 static int ceil_log2_by_frexp(float q) {
-    int exponent;
+    int exponent = 0;   /* frexpf always sets it; GCC cannot see that */
     float m = frexpf(q, &exponent);
     return m == 0.5f ? exponent - 1 : exponent;
 }
