@@ -58,6 +58,15 @@ $(BUILD)/asan/kvcmp: $(call obj,asan,$(LIB_SRC) harness/main.c)
 $(BUILD)/asan/unit-tests: $(call obj,asan,$(LIB_SRC) $(TEST_SRC))
 	$(CC) $(STD_FLAGS) $(SANITIZE) $^ -o $@ $(LIBS) -lcriterion
 
+# Candidate libraries that are wrong on purpose (no entry point, a foreign
+# ABI, a crashing stage...), one per kind of tests/plugins/candidate.c;
+# the unit tests find them through KVCMP_TEST_PLUGINS.
+TEST_PLUGIN_KINDS := no_entry null_table wrong_abi short_table crash partial
+TEST_PLUGINS = $(patsubst %,$(BUILD)/test-plugins/%.so,$(TEST_PLUGIN_KINDS))
+$(BUILD)/test-plugins/%.so: tests/plugins/candidate.c harness/kvcmp_plugin.h common/kvcmp.h
+	@mkdir -p $(dir $@)
+	$(CC) $(STD_FLAGS) -O1 -fPIC -shared -fvisibility=hidden -DKIND_$* $< -o $@
+
 # The test suite: unit and property tests under ASan/UBSan, replay of the
 # shared case corpora and of fixtures/regressions.  Criterion prints the
 # closing summary.
@@ -67,9 +76,9 @@ TEST_EXTRA :=
 -include mk/*.mk
 
 test: deps check-shared
-	$(MAKE) --no-print-directory $(BUILD)/asan/unit-tests $(BUILD)/kvcmp
+	$(MAKE) --no-print-directory $(BUILD)/asan/unit-tests $(BUILD)/kvcmp $(TEST_PLUGINS)
 	$(if $(TEST_EXTRA),$(MAKE) --no-print-directory $(TEST_EXTRA))
-	ASAN_OPTIONS=detect_leaks=0 KVCMP_SHARED=$(SHARED) $(BUILD)/asan/unit-tests --jobs 2
+	ASAN_OPTIONS=detect_leaks=0 KVCMP_SHARED=$(SHARED) KVCMP_TEST_PLUGINS=$(BUILD)/test-plugins $(BUILD)/asan/unit-tests --jobs 2
 
 check-shared:
 	@test -d $(SHARED)/spec-cases -a -d $(SHARED)/vllm-cases || { \

@@ -42,14 +42,16 @@ COVERAGE_BRANCH_MIN ?= 85
 COVERAGE_FILTERS := --filter '$(CURDIR)/reference/' --filter '$(CURDIR)/optimized/' --filter '$(CURDIR)/harness/'
 COVERAGE_MAKE_FLAGS := CC='$(CC) --coverage -DKVC_COVERAGE' OPT_FLAGS='-O0' TEST_OPT_FLAGS='-O0' SANITIZE=
 
-coverage: deps
+# The planted-bug libraries of make mutants: the campaign tests fuzz them.
+coverage: deps $(MUTANT_LIBS)
 	@# make does not see changed flags: a build made with others starts over.
 	@if [ "$$(cat $(COVERAGE_BUILD)/flags 2>/dev/null)" != "$(COVERAGE_MAKE_FLAGS)" ]; then \
 		rm -rf $(COVERAGE_BUILD) && mkdir -p $(COVERAGE_BUILD) && echo "$(COVERAGE_MAKE_FLAGS)" > $(COVERAGE_BUILD)/flags; fi
 	find $(COVERAGE_BUILD) -name '*.gcda' -delete 2>/dev/null || true
 	$(MAKE) --no-print-directory BUILD=$(COVERAGE_BUILD) $(COVERAGE_MAKE_FLAGS) \
-		$(COVERAGE_BUILD)/kvcmp $(COVERAGE_BUILD)/asan/unit-tests
-	ASAN_OPTIONS=detect_leaks=0 KVCMP_SHARED=$(SHARED) $(COVERAGE_BUILD)/asan/unit-tests --jobs 2 --filter '!(formats)/*' || true
+		$(COVERAGE_BUILD)/kvcmp $(COVERAGE_BUILD)/asan/unit-tests $(TEST_PLUGIN_KINDS:%=$(COVERAGE_BUILD)/test-plugins/%.so)
+	KVCMP_SHARED=$(SHARED) KVCMP_TEST_PLUGINS=$(COVERAGE_BUILD)/test-plugins \
+		$(COVERAGE_BUILD)/asan/unit-tests --jobs 2 --filter '!(formats)/*' || true
 	-$(COVERAGE_BUILD)/kvcmp replay --quiet --policy exact $(SHARED)/spec-cases fixtures/regressions
 	-$(COVERAGE_BUILD)/kvcmp replay --quiet --policy vllm $(SHARED)/vllm-cases
 	-$(COVERAGE_BUILD)/kvcmp fuzz --seed 1 --cases $(COVERAGE_FUZZ_CASES) --quiet \
