@@ -114,13 +114,10 @@ static void store_indexer(const kvc_v4_compress_args *a, int64_t t, float *norme
     float z[128];
     for (int d = 0; d < 128; d += 16) _mm512_storeu_ps(z + d, opt_round_to_bf16x16(_mm512_loadu_ps(normed + d)));
     kvc_block_scale scale = kvc_block_scale_from_quotient(opt_block_magnitude(z, 128) / KVC_FP8_MAX);
-    __m512 multiplier = _mm512_set1_ps(opt_scale_multiplier(scale));
     int64_t slot = a->kv_slot_mapping[t];
     uint8_t *codes = kvc_indexer_token(&a->kv_cache, slot);
-    for (int d = 0; d < 128; d += 16) {
-        __m512 scaled = _mm512_mul_ps(_mm512_loadu_ps(z + d), multiplier);
-        _mm_storeu_si128((__m128i *)(codes + d), opt_fp8_from_f32x16(opt_clamp_fp8_range16(scaled)));
-    }
+    opt_quantize_codes64(z, scale, codes);
+    opt_quantize_codes64(z + 64, scale, codes + 64);
     kvc_store_f32(kvc_indexer_scale(&a->kv_cache, slot), opt_scale_value(scale));
 }
 

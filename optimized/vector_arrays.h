@@ -14,6 +14,9 @@ void opt_exp_array(const float *x, float *y, int64_t n);
 void opt_bf16_array(const float *x, uint16_t *y, int64_t n);
 /* y[i] = kvc_fp8_from_f32(x[i]), computed 16 lanes at a time. */
 void opt_fp8_array(const float *x, uint8_t *y, int64_t n);
+/* The same by the shortcut for values in [-448, 448] (opt_fp8_lanes_in_range):
+ * y[i] = kvc_fp8_from_f32(x[i]) when |x[i]| <= 448; anything for others. */
+void opt_fp8_in_range_array(const float *x, uint8_t *y, int64_t n);
 /* The bench's bandwidth roofline: a streaming read (returns the sum of
  * the 64-bit words) and a streaming copy (no read of the destination),
  * both with software prefetch. */

@@ -217,17 +217,18 @@ float opt_scale_value(kvc_block_scale s) {
 }
 
 float opt_block_magnitude(const float *values, int count) {
-    __m512 largest = _mm512_set1_ps(1e-4f);
-    __mmask16 any_nan = 0;
-    for (int j = 0; j < count; j += 16) {
-        __m512 magnitude = _mm512_abs_ps(_mm512_loadu_ps(values + j));
-        any_nan |= _mm512_cmp_ps_mask(magnitude, magnitude, _CMP_UNORD_Q);
-        largest = _mm512_max_ps(largest, magnitude);
-    }
-    /* The reference's running kvc_max_nan is NaN as soon as one value is;
-     * otherwise the maximum of positive values does not depend on order. */
-    if (any_nan) return kvc_f32_from_bits(KVC_F32_NAN_BITS);
-    return _mm512_reduce_max_ps(largest);
+    /* The bits of non-negative floats order as unsigned integers, and
+     * every NaN's bits are above +inf's: the largest |value| bits are
+     * NaN's exactly when some value is, and otherwise the maximum, whose
+     * value does not depend on the order of a running max. */
+    __m512i largest = _mm512_setzero_si512();
+    for (int j = 0; j < count; j += 16)
+        largest = _mm512_max_epu32(largest, _mm512_and_si512(_mm512_loadu_si512(values + j), _mm512_set1_epi32(0x7FFFFFFF)));
+    uint32_t largest_bits = _mm512_reduce_max_epu32(largest);
+    /* The reference's running kvc_max_nan is NaN as soon as one value is. */
+    if (largest_bits > 0x7F800000u) return kvc_f32_from_bits(KVC_F32_NAN_BITS);
+    float magnitude = kvc_f32_from_bits(largest_bits);
+    return magnitude > 1e-4f ? magnitude : 1e-4f;
 }
 
 /* 16 codes of one block, one per 32-bit lane: fp8(clamp(y * multiplier)). */
@@ -235,12 +236,33 @@ static inline __m512i quantize16(const float *y, __m512 multiplier) {
     return opt_fp8_lanes_from_f32x16(opt_clamp_fp8_range16(_mm512_mul_ps(_mm512_loadu_ps(y), multiplier)));
 }
 
+/* The same in a block with a finite scale 2^e, e = ceil(log2(q)),
+ * q = RN(a / 448), a = max(1e-4, max |y|): then |y * 2^-e| <= 448.  If
+ * a / 448 exceeded 2^e while q rounded down to 2^e, a would lie in
+ * (448 * 2^e, 448 * 2^e * (1 + 2^-24)], where no float is (the next float
+ * above 448 * 2^e is 2^-23.8 above it, relatively); rounding the product
+ * is monotone.  So the clamp changes nothing and no lane is NaN. */
+static inline __m512i quantize16_in_range(const float *y, __m512 multiplier) {
+    return opt_fp8_lanes_in_range(_mm512_mul_ps(_mm512_loadu_ps(y), multiplier));
+}
+
+void opt_quantize_codes64(const float *y, kvc_block_scale scale, uint8_t *codes) {
+    __m512 multiplier = _mm512_set1_ps(opt_scale_multiplier(scale));
+    __m512i codes0, codes16, codes32, codes48;
+    if (scale.kind == KVC_SCALE_FINITE) {
+        codes0 = quantize16_in_range(y, multiplier), codes16 = quantize16_in_range(y + 16, multiplier);
+        codes32 = quantize16_in_range(y + 32, multiplier), codes48 = quantize16_in_range(y + 48, multiplier);
+    } else {
+        codes0 = quantize16(y, multiplier), codes16 = quantize16(y + 16, multiplier);
+        codes32 = quantize16(y + 32, multiplier), codes48 = quantize16(y + 48, multiplier);
+    }
+    _mm512_storeu_si512(codes, opt_pack_bytes64(codes0, codes16, codes32, codes48));
+}
+
 uint8_t opt_quantize_block_ue8m0(const float *y, uint8_t *codes) {
     float magnitude = opt_block_magnitude(y, KVC_QUANT_BLOCK);
     kvc_block_scale scale = kvc_block_scale_from_quotient(magnitude / KVC_FP8_MAX);
-    __m512 multiplier = _mm512_set1_ps(opt_scale_multiplier(scale));
-    _mm512_storeu_si512(codes, opt_pack_bytes64(quantize16(y, multiplier), quantize16(y + 16, multiplier),
-                                                quantize16(y + 32, multiplier), quantize16(y + 48, multiplier)));
+    opt_quantize_codes64(y, scale, codes);
     return kvc_ue8m0_from_scale(scale);
 }
 
@@ -306,6 +328,13 @@ void opt_bf16_array(const float *x, uint16_t *y, int64_t n) {
 void opt_fp8_array(const float *x, uint8_t *y, int64_t n) {
     for (int64_t i = 0; i < n; i += 16)
         _mm_mask_storeu_epi8(y + i, tail_mask(n - i), opt_fp8_from_f32x16(load_partial(x + i, n - i)));
+}
+
+void opt_fp8_in_range_array(const float *x, uint8_t *y, int64_t n) {
+    for (int64_t i = 0; i < n; i += 16) {
+        __m512i codes = opt_fp8_lanes_in_range(load_partial(x + i, n - i));
+        _mm_mask_storeu_epi8(y + i, tail_mask(n - i), _mm512_cvtepi32_epi8(codes));
+    }
 }
 
 /* ---- Streaming kernels for the bench's bandwidth roofline ------------- */

@@ -139,16 +139,12 @@ static inline __m512 opt_clamp_fp8_range16(__m512 x) {
     return _mm512_max_ps(_mm512_set1_ps(-448.0f), x);
 }
 
-/* fp32 -> fp8 e4m3fn (kvc_fp8_from_f32) for 16 lanes, one code per
- * 32-bit lane (0..255).  Inline: as an out-of-line function returning a
- * vector it left the upper halves of the zmm registers dirty for its
- * callers (GCC emits no vzeroupper there). */
-static inline __m512i opt_fp8_lanes_from_f32x16(__m512 x) {
-    __m512i bits = _mm512_castps_si512(x);
-    __m512i sign = _mm512_and_si512(_mm512_srli_epi32(bits, 24), _mm512_set1_epi32(0x80));
-    __m512i magnitude = _mm512_and_si512(bits, _mm512_set1_epi32(0x7FFFFFFF));
-    /* Normal fp8 range (|x| >= 2^-6): keep 3 fraction bits by the same
-     * integer round-half-even as the scalar; a carry bumps the exponent. */
+/* The fp8 e4m3fn code of |x| (bits of a non-negative float): the same
+ * integer round-half-even as the scalar kvc_fp8_from_f32.  0x7F and above
+ * mean NaN, infinity or a magnitude that rounds past 448. */
+static inline __m512i opt_fp8_magnitude_code(__m512i magnitude) {
+    /* Normal fp8 range (|x| >= 2^-6): keep 3 fraction bits; a carry bumps
+     * the exponent. */
     __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(magnitude, 20), _mm512_set1_epi32(1));
     __m512i rounded = _mm512_add_epi32(magnitude, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFFF)));
     __m512i normal_code = _mm512_sub_epi32(_mm512_srli_epi32(rounded, 20), _mm512_set1_epi32(120 << 3));
@@ -157,11 +153,34 @@ static inline __m512i opt_fp8_lanes_from_f32x16(__m512 x) {
     __m512 shifted = _mm512_add_ps(_mm512_castsi512_ps(magnitude), _mm512_set1_ps(16384.0f));
     __m512i subnormal_code = _mm512_sub_epi32(_mm512_castps_si512(shifted), _mm512_set1_epi32(0x46800000));
     __mmask16 is_subnormal = _mm512_cmplt_epu32_mask(magnitude, _mm512_set1_epi32(0x3C800000));
-    __m512i code = _mm512_mask_blend_epi32(is_subnormal, normal_code, subnormal_code);
-    /* 0x7F and above: NaN, infinity, or a magnitude that rounds past 448;
-     * all become the unsigned NaN byte, like the scalar. */
+    return _mm512_mask_blend_epi32(is_subnormal, normal_code, subnormal_code);
+}
+
+/* The sign bit of x moved to bit 7 of each 32-bit lane. */
+static inline __m512i opt_fp8_sign(__m512i bits) {
+    return _mm512_and_si512(_mm512_srli_epi32(bits, 24), _mm512_set1_epi32(0x80));
+}
+
+/* fp32 -> fp8 e4m3fn (kvc_fp8_from_f32) for 16 lanes, one code per
+ * 32-bit lane (0..255).  Inline: as an out-of-line function returning a
+ * vector it left the upper halves of the zmm registers dirty for its
+ * callers (GCC emits no vzeroupper there). */
+static inline __m512i opt_fp8_lanes_from_f32x16(__m512 x) {
+    __m512i bits = _mm512_castps_si512(x);
+    __m512i code = opt_fp8_magnitude_code(_mm512_and_si512(bits, _mm512_set1_epi32(0x7FFFFFFF)));
+    /* NaN, infinity and past 448 all become the unsigned NaN byte, like
+     * the scalar. */
     __mmask16 is_nan = _mm512_cmpge_epu32_mask(code, _mm512_set1_epi32(0x7F));
-    return _mm512_mask_blend_epi32(is_nan, _mm512_or_si512(code, sign), _mm512_set1_epi32(0x7F));
+    return _mm512_mask_blend_epi32(is_nan, _mm512_or_si512(code, opt_fp8_sign(bits)), _mm512_set1_epi32(0x7F));
+}
+
+/* The same for lanes known to be in [-448, 448] (no NaN): there the code
+ * is below 0x7F, so the NaN blend of the general case would change
+ * nothing and is left out. */
+static inline __m512i opt_fp8_lanes_in_range(__m512 x) {
+    __m512i bits = _mm512_castps_si512(x);
+    __m512i code = opt_fp8_magnitude_code(_mm512_and_si512(bits, _mm512_set1_epi32(0x7FFFFFFF)));
+    return _mm512_or_si512(code, opt_fp8_sign(bits));
 }
 
 /* The same 16 codes as bytes. */
@@ -179,6 +198,11 @@ static inline __m512i opt_pack_bytes64(__m512i codes0, __m512i codes16, __m512i 
     /* dword k of 128-bit lane L holds codes (16 k + 4 L .. 16 k + 4 L + 3). */
     return _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), bytes);
 }
+
+/* 64 codes fp8(clamp(y * 2^-e)): 64 values of one block (64 or 128
+ * values) whose scale 2^e was computed from that block's magnitude, as in
+ * step 9; the shortcut for finite scales relies on it. */
+void opt_quantize_codes64(const float *y, kvc_block_scale scale, uint8_t *codes);
 
 /* Step 9 for one 64-wide block of widened bf16 values: 64 codes, and the
  * UE8M0 scale byte is returned (same as ref_quantize_block_ue8m0). */
