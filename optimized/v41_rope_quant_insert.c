@@ -18,13 +18,15 @@ int opt_v41_rope_quant_insert(const kvc_v41_insert_args *a, kvc_error *err) {
         int64_t slot = a->slot_mapping[t];
         if (t + 2 < a->num_tokens) opt_prefetch_bytes(a->latent + (t + 2) * HEAD_DIM, HEAD_DIM * 2);
         if (slot < 0 || !kvc_is_closing(a->positions[t], a->compress_ratio)) continue;
-        /* The latent is bf16 already: widened exactly, no second rounding. */
-        float x[HEAD_DIM];
-        for (int d = 0; d < HEAD_DIM; d += 16)
-            _mm512_storeu_ps(x + d, opt_f32_from_bf16x16(_mm256_loadu_si256((const __m256i *)(a->latent + t * HEAD_DIM + d))));
+        /* The latent is bf16 already: the NoPE dims are quantised from its
+         * bits, the RoPE dims widened exactly (no second rounding). */
+        const uint16_t *latent = a->latent + t * HEAD_DIM;
+        float rope_dims[KVC_ROPE_DIMS];
+        for (int d = 0; d < KVC_ROPE_DIMS; d += 16)
+            _mm512_storeu_ps(rope_dims + d, opt_f32_from_bf16x16(_mm256_loadu_si256((const __m256i *)(latent + NOPE_DIMS + d))));
         int64_t cos_row = kvc_rope_row(a->positions[t], a->compress_ratio);
-        opt_rope(x + NOPE_DIMS, a->cos_sin + cos_row * KVC_ROPE_DIMS);
-        opt_store_ds_mla(x, x + NOPE_DIMS, kvc_ds_mla_token(&a->kv_cache, slot), kvc_ds_mla_scales(&a->kv_cache, slot));
+        opt_rope(rope_dims, a->cos_sin + cos_row * KVC_ROPE_DIMS);
+        opt_store_ds_mla(latent, rope_dims, kvc_ds_mla_token(&a->kv_cache, slot), kvc_ds_mla_scales(&a->kv_cache, slot));
     }
     opt_leave_vector_code();
     return KVC_OK;

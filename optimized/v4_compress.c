@@ -98,8 +98,9 @@ static void pool_channel_block(const window_rows *window, int d, float *pooled) 
  * un-rounded fp32 values, stored as bf16. */
 static void store_main(const kvc_v4_compress_args *a, int64_t t, float *normed) {
     int nope_dims = 512 - KVC_ROPE_DIMS;
-    float nope_bf16[512 - KVC_ROPE_DIMS];
-    for (int d = 0; d < nope_dims; d += 16) _mm512_storeu_ps(nope_bf16 + d, opt_round_to_bf16x16(_mm512_loadu_ps(normed + d)));
+    uint16_t nope_bf16[512 - KVC_ROPE_DIMS];
+    for (int d = 0; d < nope_dims; d += 16)
+        _mm256_storeu_si256((__m256i *)(nope_bf16 + d), opt_bf16_from_f32x16(_mm512_loadu_ps(normed + d)));
     int64_t cos_row = kvc_rope_row(a->positions[t], a->compress_ratio);
     opt_rope(normed + nope_dims, a->cos_sin + cos_row * KVC_ROPE_DIMS);
     int64_t slot = a->kv_slot_mapping[t];

@@ -17,6 +17,15 @@ void opt_fp8_array(const float *x, uint8_t *y, int64_t n);
 /* The same by the shortcut for values in [-448, 448] (opt_fp8_lanes_in_range):
  * y[i] = kvc_fp8_from_f32(x[i]) when |x[i]| <= 448; anything for others. */
 void opt_fp8_in_range_array(const float *x, uint8_t *y, int64_t n);
+/* opt_fp8_codes_scaled_bf16x32 over an array: codes[i] and below_normal[i]
+ * (0 or 1) for z[i] * 2^-scale_exp; see vector_math.h for when it holds. */
+void opt_fp8_scaled_bf16_array(const uint16_t *z, int scale_exp, uint8_t *codes, uint8_t *below_normal, int64_t n);
+/* Step 9 for one block of 64 bf16 values given as bits: the same codes
+ * and scale byte as opt_quantize_block_ue8m0 on the widened values.  The
+ * usual block (finite scale, no value below the fp8 normal range) is
+ * quantised 32 lanes at a time on the bf16 bits; any other block goes
+ * through the float path. */
+uint8_t opt_quantize_bf16_block_ue8m0(const uint16_t *z, uint8_t *codes);
 /* The bench's bandwidth roofline: a streaming read (returns the sum of
  * the 64-bit words) and a streaming copy (no read of the destination),
  * both with software prefetch. */

@@ -259,6 +259,47 @@ void opt_quantize_codes64(const float *y, kvc_block_scale scale, uint8_t *codes)
     _mm512_storeu_si512(codes, opt_pack_bytes64(codes0, codes16, codes32, codes48));
 }
 
+/* The largest of 32 unsigned 16-bit lanes. */
+static inline uint16_t reduce_max_epu16(__m512i lanes) {
+    __m256i half = _mm256_max_epu16(_mm512_castsi512_si256(lanes), _mm512_extracti64x4_epi64(lanes, 1));
+    __m128i quarter = _mm_max_epu16(_mm256_castsi256_si128(half), _mm256_extracti128_si256(half, 1));
+    /* phminposuw finds the smallest; the largest is the complement of the
+     * smallest complement. */
+    __m128i smallest_complement = _mm_minpos_epu16(_mm_xor_si128(quarter, _mm_set1_epi16(-1)));
+    return (uint16_t)~_mm_cvtsi128_si32(smallest_complement);
+}
+
+uint8_t opt_quantize_bf16_block_ue8m0(const uint16_t *z, uint8_t *codes) {
+    __m512i low = _mm512_loadu_si512(z), high = _mm512_loadu_si512(z + 32);
+    /* As opt_block_magnitude: |z| bits order as unsigned integers, NaN's
+     * above +inf's; a bf16 pattern shifted left 16 is the widened float. */
+    __m512i largest = _mm512_max_epu16(_mm512_and_si512(low, _mm512_set1_epi16(0x7FFF)),
+                                       _mm512_and_si512(high, _mm512_set1_epi16(0x7FFF)));
+    uint32_t largest_bits = (uint32_t)reduce_max_epu16(largest) << 16;
+    float magnitude = kvc_f32_from_bits(largest_bits);
+    if (largest_bits > 0x7F800000u) magnitude = kvc_f32_from_bits(KVC_F32_NAN_BITS);
+    else if (!(magnitude > 1e-4f)) magnitude = 1e-4f;
+    kvc_block_scale scale = kvc_block_scale_from_quotient(magnitude / KVC_FP8_MAX);
+    if (scale.kind == KVC_SCALE_FINITE) {
+        __mmask32 below_low, below_high;
+        __m512i codes_low = opt_fp8_codes_scaled_bf16x32(low, scale.scale_exp, &below_low);
+        __m512i codes_high = opt_fp8_codes_scaled_bf16x32(high, scale.scale_exp, &below_high);
+        if (!(below_low | below_high)) {
+            /* Codes fit a byte; the pack interleaves the 128-bit lanes
+             * (qwords: low's lane L at 2L, high's at 2L + 1), the permute
+             * restores the order. */
+            __m512i bytes = _mm512_packus_epi16(codes_low, codes_high);
+            _mm512_storeu_si512(codes, _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7), bytes));
+            return kvc_ue8m0_from_scale(scale);
+        }
+    }
+    float y[KVC_QUANT_BLOCK];
+    for (int j = 0; j < KVC_QUANT_BLOCK; j += 16)
+        _mm512_storeu_ps(y + j, opt_f32_from_bf16x16(_mm256_loadu_si256((const __m256i *)(z + j))));
+    opt_quantize_codes64(y, scale, codes);
+    return kvc_ue8m0_from_scale(scale);
+}
+
 uint8_t opt_quantize_block_ue8m0(const float *y, uint8_t *codes) {
     float magnitude = opt_block_magnitude(y, KVC_QUANT_BLOCK);
     kvc_block_scale scale = kvc_block_scale_from_quotient(magnitude / KVC_FP8_MAX);
@@ -296,10 +337,10 @@ void opt_store_bf16x64(uint8_t *destination, const float *values) {
         _mm256_storeu_si256((__m256i *)(destination + 2 * j), opt_bf16_from_f32x16(_mm512_loadu_ps(values + j)));
 }
 
-void opt_store_ds_mla(const float *nope_bf16, const float *rope_rotated, uint8_t *token, uint8_t *scales) {
+void opt_store_ds_mla(const uint16_t *nope_bf16, const float *rope_rotated, uint8_t *token, uint8_t *scales) {
     int nope_dims = KVC_V41_HEAD_DIM - KVC_ROPE_DIMS;
     for (int block = 0; block < nope_dims / KVC_QUANT_BLOCK; block++)
-        scales[block] = opt_quantize_block_ue8m0(nope_bf16 + block * KVC_QUANT_BLOCK, token + block * KVC_QUANT_BLOCK);
+        scales[block] = opt_quantize_bf16_block_ue8m0(nope_bf16 + block * KVC_QUANT_BLOCK, token + block * KVC_QUANT_BLOCK);
     scales[KVC_FP8_DS_MLA_SCALE_BYTES - 1] = 0;
     opt_store_bf16x64(token + nope_dims, rope_rotated);
 }
@@ -328,6 +369,16 @@ void opt_bf16_array(const float *x, uint16_t *y, int64_t n) {
 void opt_fp8_array(const float *x, uint8_t *y, int64_t n) {
     for (int64_t i = 0; i < n; i += 16)
         _mm_mask_storeu_epi8(y + i, tail_mask(n - i), opt_fp8_from_f32x16(load_partial(x + i, n - i)));
+}
+
+void opt_fp8_scaled_bf16_array(const uint16_t *z, int scale_exp, uint8_t *codes, uint8_t *below_normal, int64_t n) {
+    for (int64_t i = 0; i < n; i += 32) {
+        __mmask32 lanes = n - i >= 32 ? 0xFFFFFFFFu : (__mmask32)((1u << (n - i)) - 1);
+        __mmask32 below;
+        __m512i lane_codes = opt_fp8_codes_scaled_bf16x32(_mm512_maskz_loadu_epi16(lanes, z + i), scale_exp, &below);
+        _mm256_mask_storeu_epi8(codes + i, lanes, _mm512_cvtepi16_epi8(lane_codes));
+        _mm256_mask_storeu_epi8(below_normal + i, lanes, _mm256_maskz_mov_epi8(below, _mm256_set1_epi8(1)));
+    }
 }
 
 void opt_fp8_in_range_array(const float *x, uint8_t *y, int64_t n) {

@@ -208,6 +208,31 @@ void opt_quantize_codes64(const float *y, kvc_block_scale scale, uint8_t *codes)
  * UE8M0 scale byte is returned (same as ref_quantize_block_ue8m0). */
 uint8_t opt_quantize_block_ue8m0(const float *y, uint8_t *codes);
 
+/* fp8 codes of 32 bf16 values z (bits, 16-bit lanes) times 2^-e, for a
+ * block with the finite scale 2^e (so |z * 2^-e| <= 448, see
+ * quantize16_in_range), one code per 16-bit lane.  z * 2^-e is exact
+ * when it is a normal float, and its fp32 bits are z's with e subtracted
+ * from the exponent field: the scalar's integer rounding on those bits
+ * drops 20 bits of which the low 16 are zero, which is the same rounding
+ * as dropping 4 bits of the 16-bit pattern.  Lanes below the fp8 normal
+ * range (|z * 2^-e| < 2^-6, fp32 subnormals included) are not handled:
+ * they are set in *below_normal and their codes are meaningless. */
+static inline __m512i opt_fp8_codes_scaled_bf16x32(__m512i z, int scale_exp, __mmask32 *below_normal) {
+    /* e in [-22, 120] for finite blocks (magnitude in [1e-4, FLT_MAX]),
+     * and every lane's scaled exponent field is at most 135 (448): the
+     * 16-bit differences below stay within int16. */
+    __m512i scaled = _mm512_sub_epi16(_mm512_and_si512(z, _mm512_set1_epi16(0x7FFF)), _mm512_set1_epi16((short)(scale_exp * 128)));
+    *below_normal = _mm512_cmplt_epi16_mask(scaled, _mm512_set1_epi16(121 << 7));
+    __m512i lsb = _mm512_and_si512(_mm512_srli_epi16(scaled, 4), _mm512_set1_epi16(1));
+    __m512i rounded = _mm512_add_epi16(scaled, _mm512_add_epi16(lsb, _mm512_set1_epi16(7)));
+    __m512i code = _mm512_sub_epi16(_mm512_srli_epi16(rounded, 4), _mm512_set1_epi16(120 << 3));
+    __m512i sign = _mm512_srli_epi16(_mm512_and_si512(z, _mm512_set1_epi16((short)0x8000)), 8);
+    return _mm512_or_si512(code, sign);
+}
+
+/* opt_quantize_bf16_block_ue8m0 (step 9 on bf16 bits) is declared in
+ * vector_arrays.h, where the tests can reach it. */
+
 /* kvc_scale_multiplier (2^-e) and kvc_scale_value (2^e), same bits. */
 float opt_scale_multiplier(kvc_block_scale s);
 float opt_scale_value(kvc_block_scale s);
@@ -222,7 +247,8 @@ void opt_rope(float *rope_dims, const float *cos_sin_row);
 /* Store 64 fp32 values as little-endian bf16 at an unaligned address. */
 void opt_store_bf16x64(uint8_t *destination, const float *values);
 
-/* D = 512 store (steps 8-9), same contract as ref_store_ds_mla. */
-void opt_store_ds_mla(const float *nope_bf16, const float *rope_rotated, uint8_t *token, uint8_t *scales);
+/* D = 512 store (steps 8-9), same contract as ref_store_ds_mla, with the
+ * 448 NoPE values given as bf16 bits. */
+void opt_store_ds_mla(const uint16_t *nope_bf16, const float *rope_rotated, uint8_t *token, uint8_t *scales);
 
 #endif

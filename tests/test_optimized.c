@@ -16,6 +16,7 @@
 #include "../harness/replay.h"
 #include "../optimized/optimized.h"
 #include "../optimized/vector_arrays.h"
+#include "../reference/steps.h"
 
 /* ---- Random numbers (xorshift64*, seeded per test: reproducible) ---- */
 
@@ -234,6 +235,73 @@ Test(optimized, conversions_match_scalar_on_a_sample, .timeout = 120) {
         }
     }
     cr_assert_eq(failures, 0, "%d conversions differ", failures);
+}
+
+/* Every bf16 pattern at every scale exponent a finite block can have
+ * (e in [-22, 120]), wherever the scaled value is within the block bound
+ * 448: the 16-bit path flags exactly the values below the fp8 normal range
+ * and gives kvc_fp8_from_f32's code for every other one. */
+Test(optimized, scaled_bf16_codes_match_scalar_for_every_pattern, .timeout = 120) {
+    optimized();
+    static uint16_t patterns[65536];
+    static uint8_t codes[65536], below_normal[65536];
+    for (int i = 0; i < 65536; i++) patterns[i] = (uint16_t)i;
+    int failures = 0, checked = 0;
+    for (int e = -22; e <= 120 && failures < 10; e++) {
+        opt_fp8_scaled_bf16_array(patterns, e, codes, below_normal, 65536);
+        float multiplier = ldexpf(1.0f, -e);
+        for (int i = 0; i < 65536; i++) {
+            float y = kvc_f32_from_bits((uint32_t)i << 16) * multiplier;
+            if (!(fabsf(y) <= 448.0f)) continue;   /* outside any finite block, or NaN */
+            checked++;
+            int want_below = fabsf(y) < 0x1p-6f;
+            uint8_t want = kvc_fp8_from_f32(y);
+            if (below_normal[i] != want_below && failures++ < 10)
+                cr_log_error("FAIL bf16=0x%04x e=%d below normal: expected=%d got=%d", i, e, want_below, below_normal[i]);
+            else if (!want_below && codes[i] != want && failures++ < 10)
+                cr_log_error("FAIL bf16=0x%04x e=%d expected=0x%02x got=0x%02x", i, e, want, codes[i]);
+        }
+    }
+    cr_assert_eq(failures, 0, "%d scaled bf16 codes differ (of %d checked)", failures, checked);
+    cr_assert_gt(checked, 1000000);
+}
+
+/* Whole blocks through the bf16 quantiser against the reference's step 9
+ * on the widened values: ordinary blocks, blocks with values below the fp8
+ * normal range (the float fallback), zeros, the 1e-4 floor, inf and NaN. */
+Test(optimized, bf16_block_quantiser_matches_reference) {
+    optimized();
+    rng r = {2024};
+    int failures = 0;
+    for (int round = 0; round < 20000 && failures < 10; round++) {
+        uint16_t z[64];
+        float widened[64];
+        int family = round % 5;
+        for (int j = 0; j < 64; j++) {
+            uint32_t bits = next_u32(&r);
+            /* exponent fields within 2^9 of each other, so that every
+             * value is in the fp8 normal range after scaling (family 0, the
+             * 16-bit path), one lane far below the rest (1), zeros (2),
+             * values near and below the 1e-4 floor (3), any bits including
+             * inf and NaN (4); families 1-3 reach the float fallback */
+            int exponent = family == 3 ? uniform_int(&r, 100, 115) : uniform_int(&r, 118, 126);
+            if (family == 1 && j == 7) exponent = uniform_int(&r, 0, 110);
+            if (family == 4) z[j] = (uint16_t)(bits >> 16);
+            else z[j] = (uint16_t)((bits & 0x807Fu) | ((uint32_t)exponent << 7));
+            if (family == 2 && (bits >> 20) % 3 == 0) z[j] = (uint16_t)(bits & 0x8000u);
+            widened[j] = kvc_f32_from_bits((uint32_t)z[j] << 16);
+        }
+        uint8_t want_codes[64], got_codes[64];
+        uint8_t want_scale = ref_quantize_block_ue8m0(widened, want_codes);
+        uint8_t got_scale = opt_quantize_bf16_block_ue8m0(z, got_codes);
+        if (want_scale != got_scale && failures++ < 10)
+            cr_log_error("FAIL round %d scale expected=0x%02x got=0x%02x", round, want_scale, got_scale);
+        for (int j = 0; j < 64; j++)
+            if (want_codes[j] != got_codes[j] && failures++ < 10)
+                cr_log_error("FAIL round %d code %d (bf16=0x%04x) expected=0x%02x got=0x%02x", round, j, z[j],
+                             want_codes[j], got_codes[j]);
+    }
+    cr_assert_eq(failures, 0, "%d block results differ", failures);
 }
 
 Test(optimized, sum_of_squares_uses_the_canonical_order) {
