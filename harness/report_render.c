@@ -2,6 +2,7 @@
  * a terminal or a review, a self-contained HTML page with SVG plots for
  * looking at, and JSON for tracking over time. */
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +17,7 @@ static FILE *open_out(const char *out_dir, const char *name) {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", out_dir, name);
     FILE *f = fopen(path, "w");
-    if (!f) fprintf(stderr, "kvcmp report: cannot write %s\n", path);
+    if (!f) fprintf(stderr, "kvcmp report: cannot write %s: %s (give --out a writable directory)\n", path, strerror(errno));
     return f;
 }
 

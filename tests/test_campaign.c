@@ -381,3 +381,55 @@ Test(fuzz_options, out_of_file_descriptors, .timeout = 60) {
     cr_expect(strstr(run.out, "cases in") == NULL, "a summary without any worker:\n%s", run.out);
     support_free_run(&run);
 }
+
+/* On a terminal the campaign shows a progress line (cases, cases/s,
+ * variants seen, failures) that it rewrites in place, and clears it
+ * before printing a failure. */
+Test(fuzz_options, progress_line_on_a_terminal, .timeout = 60) {
+    char candidate[256];
+    mutant("fp8_truncation", candidate, sizeof candidate);
+    int master = posix_openpt(O_RDWR | O_NOCTTY);
+    if (master < 0 || grantpt(master) || unlockpt(master)) cr_skip_test("no pseudo-terminal here: %s", strerror(errno));
+    int tty = open(ptsname(master), O_RDWR | O_NOCTTY);
+    cr_assert(tty >= 0, "cannot open %s", ptsname(master));
+    setenv("OMP_WAIT_POLICY", "passive", 1);
+    fflush(stderr);
+    int saved_err = dup(STDERR_FILENO);
+    dup2(tty, STDERR_FILENO);
+    char *argv[] = {"--seed", "3", "--cases", "100", "--jobs", "1", "--candidate", candidate, "--stage", "v41.rope_quant",
+                    "--max-failures", "1", "--save", "", "--json", ""};
+    fflush(stdout);
+    int saved_out = dup(STDOUT_FILENO);
+    int null_fd = open("/dev/null", O_WRONLY);
+    dup2(null_fd, STDOUT_FILENO);
+    int status = kvc_cmd_fuzz(ARGC(argv), argv);
+    fflush(stdout);
+    fflush(stderr);
+    dup2(saved_err, STDERR_FILENO);
+    dup2(saved_out, STDOUT_FILENO);
+    close(null_fd);
+    close(tty);
+    char text[16384];
+    ssize_t got = 0, n;
+    fcntl(master, F_SETFL, O_NONBLOCK);
+    while (got < (ssize_t)sizeof text - 1 && (n = read(master, text + got, sizeof text - 1 - (size_t)got)) > 0) got += n;
+    text[got > 0 ? got : 0] = 0;
+    close(master);
+    cr_expect_eq(status, 1, "the planted bug went unnoticed");
+    /* The first line, before any result; cleared (spaces between carriage
+     * returns) for the FAIL line; the last one ends the line. */
+    char first[128];
+    snprintf(first, sizeof first, "\r0 cases, 0 cases/s, 0/%d variants seen, 0 failures   ", kvc_variant_count());
+    expect_contains(text, first, "the terminal");
+    char cleared[128];
+    snprintf(cleared, sizeof cleared, "\r%100s\r", "");
+    expect_contains(text, cleared, "the terminal");
+    /* The last line, printed when the campaign ends, counts the failure. */
+    const char *final = strstr(text, " cases, "), *next;
+    cr_assert_not_null(final, "no progress line:\n%s", text);
+    while ((next = strstr(final + 1, " cases, ")) != NULL) final = next;
+    int failures = 0;
+    const char *tail = strstr(final, "variants seen, ");
+    cr_expect(tail && sscanf(tail, "variants seen, %d failures\r\n", &failures) == 1 && failures >= 1 && strstr(tail, " failures\r\n"),
+              "no final progress line with the failure:\n%s", text);
+}

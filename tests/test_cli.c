@@ -574,3 +574,47 @@ Test(cli_report, parity_default_path_missing, .timeout = 60) {
     support_free_run(&run);
     support_remove_tree(root);
 }
+
+/* An --out where nothing can be written: every file is named, and the
+ * command fails after the cases were read. */
+Test(cli_report, parity_into_an_unwritable_directory, .timeout = 60) {
+    char root[64], dir[256], cases[128];
+    support_temp_dir(root, sizeof root);
+    save_case(root, "cases/one", "v41.rope_plain_insert/bf16", "vllm-triton-h200", 9, dir, sizeof dir);
+    snprintf(cases, sizeof cases, "%s/cases", root);
+    char *argv[] = {"parity", "--out", "/nonexistent/reports", cases};
+    captured_run run = support_capture(kvc_cmd_report, ARGC(argv), argv);
+    cr_expect_eq(run.status, 1);
+    static const char *const files[] = {"parity.md", "parity.html", "parity.json"};
+    for (int i = 0; i < 3; i++) {
+        char needle[160];
+        snprintf(needle, sizeof needle, "kvcmp report: cannot write /nonexistent/reports/%s: No such file or directory (give --out a writable directory)\n",
+                 files[i]);
+        expect_contains(run.err, needle, "stderr");
+    }
+    cr_expect(strstr(run.out, "wrote ") == NULL, "claims to have written the report:\n%s", run.out);
+    support_free_run(&run);
+    support_remove_tree(root);
+}
+
+/* A tree with a case that does not load: parity names it and goes on
+ * with the others. */
+Test(cli_report, parity_skips_a_case_that_does_not_load, .timeout = 60) {
+    char root[64], dir[256], cases[128], path[320], out[128];
+    support_temp_dir(root, sizeof root);
+    save_case(root, "cases/good", "v41.rope_plain_insert/fp8", "vllm-triton-h200", 10, dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/cases/broken", root);
+    cr_assert_eq(mkdir(path, 0777), 0);
+    snprintf(path, sizeof path, "%s/cases/broken/case.json", root);
+    support_write_text(path, "{\"format\": ");
+    snprintf(cases, sizeof cases, "%s/cases", root);
+    snprintf(out, sizeof out, "%s/out", root);
+    char *argv[] = {"parity", "--out", out, cases};
+    captured_run run = support_capture(kvc_cmd_report, ARGC(argv), argv);
+    cr_expect_eq(run.status, 0, "stderr:\n%s", run.err);
+    expect_contains(run.err, "kvcmp report parity: ", "stderr");
+    expect_contains(run.err, "/cases/broken", "stderr");
+    expect_contains(run.out, "parity: 1 cases, 1 identical to the reference", "stdout");
+    support_free_run(&run);
+    support_remove_tree(root);
+}
