@@ -472,7 +472,9 @@ static void usage(void) {
             "  Runs generated cases through the reference and the candidate and compares every byte.\n"
             "  Defaults: --seed 1 --seconds 60 --candidate opt (else the reference against itself),\n"
             "  --save fixtures/regressions, --json reports/fuzz-summary.json, --jobs = cores, --threads 1.\n"
-            "  --stage takes variant name prefixes (see --list), e.g. v4.compress,v41.forward.\n");
+            "  --stage takes variant name prefixes (see --list), e.g. v4.compress,v41.forward.\n"
+            "  --max-failures N (default 10) stops the campaign once N failures are in; the cases the\n"
+            "  other jobs are running then still finish and are reported, so a few more can appear.\n");
 }
 
 static int parse_options(int argc, char **argv, fuzz_options *o) {

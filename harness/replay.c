@@ -149,13 +149,33 @@ int kvc_replay_case(const char *dir, const kvc_replay_options *options, kvc_repl
 static void usage(void) {
     fprintf(stderr,
             "usage: kvcmp replay [--impl ref|opt|LIB.so] [--policy exact|vllm] [--page-padding BYTES] [--quiet] PATH...\n"
-            "  PATH is a case directory (with case.json) or a tree of them.\n");
+            "  PATH is a case directory (with case.json) or a tree of them; options may also follow\n"
+            "  the paths, and every argument after -- is a path.\n");
 }
+
+static int parse_replay_arguments(int argc, char **argv, kvc_replay_options *options_out, char **paths, int *num_paths);
+static int replay_paths(char **paths, int num_paths, kvc_replay_options *options_in);
 
 int kvc_cmd_replay(int argc, char **argv) {
     kvc_replay_options options = {.impl_name = "ref", .policy = KVC_POLICY_EXACT};
-    int first_path = argc;
+    /* Options may come before or after the paths (`replay DIR --impl opt`
+     * must not replay with the reference); after "--" everything is a
+     * path. */
+    char **paths = calloc((size_t)argc + 1, sizeof *paths);
+    if (!paths) { fprintf(stderr, "kvcmp replay: out of memory\n"); return 2; }
+    int num_paths = 0, status = parse_replay_arguments(argc, argv, &options, paths, &num_paths);
+    if (status == 0) status = replay_paths(paths, num_paths, &options);
+    free(paths);
+    return status;
+}
+
+/* Fills options and the list of paths; 0, or 2 after printing why. */
+static int parse_replay_arguments(int argc, char **argv, kvc_replay_options *options_out, char **paths, int *num_paths) {
+    kvc_replay_options options = *options_out;
+    int only_paths = 0;
     for (int i = 0; i < argc; i++) {
+        if (only_paths || argv[i][0] != '-') { paths[(*num_paths)++] = argv[i]; continue; }
+        if (strcmp(argv[i], "--") == 0) { only_paths = 1; continue; }
         if (strcmp(argv[i], "--impl") == 0 && i + 1 < argc) options.impl_name = argv[++i];
         else if (strcmp(argv[i], "--policy") == 0 && i + 1 < argc) {
             const char *p = argv[++i];
@@ -166,20 +186,31 @@ int kvc_cmd_replay(int argc, char **argv) {
             options.page_padding = atoll(argv[++i]);
             if (options.page_padding < 0 || options.page_padding % 64) { fprintf(stderr, "kvcmp replay: --page-padding must be a non-negative multiple of 64\n"); return 2; }
         } else if (strcmp(argv[i], "--quiet") == 0) options.quiet = 1;
-        else if (argv[i][0] == '-') { usage(); return 2; }
-        else { first_path = i; break; }
+        else {
+            fprintf(stderr, "kvcmp replay: unknown option '%s' (or one without its value)\n", argv[i]);
+            usage();
+            return 2;
+        }
     }
-    if (first_path >= argc) { usage(); return 2; }
+    if (*num_paths == 0) { usage(); return 2; }
+    *options_out = options;
+    return 0;
+}
+
+/* Replays every case under the paths; 0 when all passed, else 1 (2 when
+ * the backend cannot be loaded). */
+static int replay_paths(char **paths, int num_paths, kvc_replay_options *options_in) {
+    kvc_replay_options options = *options_in;
     char error[512];
     options.backend = kvc_backend_by_name(options.impl_name, error, sizeof error);
     if (!options.backend) { fprintf(stderr, "kvcmp replay: %s\n", error); return 2; }
     kvc_replay_totals totals;
     memset(&totals, 0, sizeof totals);
-    for (int i = first_path; i < argc; i++) {
+    for (int i = 0; i < num_paths; i++) {
         char **dirs;
-        int n = kvc_find_cases(argv[i], &dirs);
+        int n = kvc_find_cases(paths[i], &dirs);
         if (n == 0) {
-            fprintf(stderr, "kvcmp replay: no case directory (with case.json) under %s\n", argv[i]);
+            fprintf(stderr, "kvcmp replay: no case directory (with case.json) under %s\n", paths[i]);
             totals.failed++;
         }
         for (int k = 0; k < n; k++) kvc_replay_case(dirs[k], &options, &totals, NULL);

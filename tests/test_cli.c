@@ -82,6 +82,22 @@ Test(cli_replay, usage_errors) {
     expect_replay_usage_error(ARGC(impl), impl, "kvcmp replay: unknown implementation 'fast'");
     char *plugin[] = {"--impl", "/nonexistent/candidate.so", "x"};
     expect_replay_usage_error(ARGC(plugin), plugin, "cannot load candidate /nonexistent/candidate.so");
+    /* Options after the paths count as options, not as paths: a library
+     * given there is loaded (and fails here), not looked for as a case. */
+    char *late_plugin[] = {"x", "--impl", "/nonexistent/candidate.so"};
+    expect_replay_usage_error(ARGC(late_plugin), late_plugin, "cannot load candidate /nonexistent/candidate.so");
+    char *late_option[] = {"x", "--verbose"};
+    expect_replay_usage_error(ARGC(late_option), late_option, "kvcmp replay: unknown option '--verbose'");
+}
+
+/* After --, an argument that looks like an option is a path. */
+Test(cli_replay, double_dash_ends_the_options) {
+    char *argv[] = {"--quiet", "--", "--no-such-case"};
+    captured_run run = support_capture(kvc_cmd_replay, ARGC(argv), argv);
+    cr_expect_eq(run.status, 1);
+    expect_contains(run.err, "kvcmp replay: no case directory (with case.json) under --no-such-case", "stderr");
+    expect_contains(run.out, "0 passed, 1 failed\n", "stdout");
+    support_free_run(&run);
 }
 
 /* ---- replay: verdicts on real case directories -------------------------------- */
@@ -146,6 +162,12 @@ Test(cli_replay, optimized_backend_passes_the_same_cases, .timeout = 60) {
     captured_run run = support_capture(kvc_cmd_replay, ARGC(argv), argv);
     cr_expect_eq(run.status, 0, "stdout:\n%s", run.out);
     cr_expect_str_eq(run.out, "2 passed, 0 failed\n", "--quiet prints only the summary when everything passes");
+    support_free_run(&run);
+    /* The same with the options after the path. */
+    char *late[] = {root, "--impl", "opt"};
+    run = support_capture(kvc_cmd_replay, ARGC(late), late);
+    cr_expect_eq(run.status, 0, "stdout:\n%s", run.out);
+    expect_contains(run.out, "2 passed, 0 failed\n", "stdout");
     support_free_run(&run);
     support_remove_tree(root);
 }
