@@ -24,6 +24,25 @@ static const float *predecessor_row(const kvc_v41_norm_args *a, int64_t t) {
     return (const float *)kvc_plain_row(&a->state_cache, ring_slot, RING_ROW_BYTES);
 }
 
+/* Step 2's two weights exp(x0), exp(x1), x_i = score_i - max.  In a lane
+ * with finite scores the maximum is one of the two, whose x is s - s = +0
+ * (or -0 - +0 = -0), and exp(+-0) is exactly 1: only the other entry needs
+ * an exp (it is 1 too where the scores tie).  A vector with any other lane
+ * (NaN, or +inf - +inf) computes both. */
+static void pair_weights(__m512 x0, __m512 x1, __m512 *weight0, __m512 *weight1) {
+    const __m512 zero = _mm512_setzero_ps(), one = _mm512_set1_ps(1.0f);
+    __mmask16 first_is_max = _mm512_cmp_ps_mask(x0, zero, _CMP_EQ_OQ);
+    __mmask16 second_is_max = _mm512_cmp_ps_mask(x1, zero, _CMP_EQ_OQ);
+    if ((__mmask16)(first_is_max | second_is_max) != 0xFFFF) {
+        *weight0 = opt_exp16(x0);
+        *weight1 = opt_exp16(x1);
+        return;
+    }
+    __m512 other = opt_exp16(_mm512_mask_blend_ps(first_is_max, x0, x1));
+    *weight0 = _mm512_mask_blend_ps(first_is_max, other, one);
+    *weight1 = _mm512_mask_blend_ps(first_is_max, one, other);
+}
+
 /* Steps 1-3 over the two entries (predecessor, t), 16 channels at a time,
  * with the reference's operations: max from entry 0, sums from +0. */
 static void pool_pair(const float *previous, const float *current, float *pooled) {
@@ -31,8 +50,8 @@ static void pool_pair(const float *previous, const float *current, float *pooled
     for (int d = 0; d < HEAD_DIM; d += 16) {
         __m512 score0 = _mm512_loadu_ps(previous + HEAD_DIM + d), score1 = _mm512_loadu_ps(current + HEAD_DIM + d);
         __m512 maximum = opt_max_nan16(score0, score1);
-        __m512 weight0 = opt_exp16(_mm512_sub_ps(score0, maximum));
-        __m512 weight1 = opt_exp16(_mm512_sub_ps(score1, maximum));
+        __m512 weight0, weight1;
+        pair_weights(_mm512_sub_ps(score0, maximum), _mm512_sub_ps(score1, maximum), &weight0, &weight1);
         /* 0 + e and fma(e, kv, +0) are kept literally: fma(e, kv, +0)
          * differs from e * kv when the product is -0. */
         __m512 denom = _mm512_add_ps(_mm512_add_ps(zero, weight0), weight1);
