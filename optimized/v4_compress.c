@@ -52,29 +52,15 @@ static void gather_window(const kvc_v4_compress_args *a, int64_t t, window_rows 
     }
 }
 
-/* Steps 1-3 for channels [d, d + 32).  The max pass copies the block's
- * scores into a contiguous scratch: window rows are 4 or 8 KiB apart, so
- * the same columns of 128 rows would all fall into one L1 set; the copy
- * keeps them in L1 for the exp pass. */
-static void pool_channel_block(const window_rows *window, int d, float *pooled) {
-    int entries = window->entries;
-    float scores[MAX_WINDOW * CHANNEL_BLOCK] __attribute__((aligned(64)));
-    /* Step 1, from entry 0 on like the reference; the lane-wise max keeps
-     * the reference's operand order (it matters only for +0 vs -0). */
-    __m512 max_low = _mm512_loadu_ps(window->score[0] + d), max_high = _mm512_loadu_ps(window->score[0] + d + 16);
-    _mm512_store_ps(scores, max_low);
-    _mm512_store_ps(scores + 16, max_high);
-    for (int e = 1; e < entries; e++) {
-        __m512 low = _mm512_loadu_ps(window->score[e] + d), high = _mm512_loadu_ps(window->score[e] + d + 16);
-        _mm512_store_ps(scores + e * CHANNEL_BLOCK, low);
-        _mm512_store_ps(scores + e * CHANNEL_BLOCK + 16, high);
-        max_low = opt_max_nan16(max_low, low);
-        max_high = opt_max_nan16(max_high, high);
-    }
-    /* Step 2: per entry the reference's three roundings, in its order. */
+/* Step 2's exp pass over the copied scores of one channel block, and
+ * step 3.  in_range: every x = score - max of the block is known to be in
+ * [-87, 0], so opt_exp16_in_range may skip its per-vector range test
+ * (inlined twice, with the flag a constant, by always_inline). */
+static inline __attribute__((always_inline)) void exp_pass(const window_rows *window, int d, const float *scores,
+                                                           __m512 max_low, __m512 max_high, int in_range, float *pooled) {
     __m512 denom_low = _mm512_setzero_ps(), denom_high = _mm512_setzero_ps();
     __m512 acc_low = _mm512_setzero_ps(), acc_high = _mm512_setzero_ps();
-    for (int e = 0; e < entries; e++) {
+    for (int e = 0; e < window->entries; e++) {
         /* The next block of this row goes to L2 while this one computes:
          * the 128 rows of an R = 128 window are too many streams for the
          * hardware prefetcher.  (Prefetches never fault.) */
@@ -82,8 +68,11 @@ static void pool_channel_block(const window_rows *window, int d, float *pooled) 
         _mm_prefetch((const char *)(window->score[e] + d + CHANNEL_BLOCK + 16), _MM_HINT_T1);
         _mm_prefetch((const char *)(window->kv[e] + d + CHANNEL_BLOCK), _MM_HINT_T1);
         _mm_prefetch((const char *)(window->kv[e] + d + CHANNEL_BLOCK + 16), _MM_HINT_T1);
-        __m512 weight_low = opt_exp16(_mm512_sub_ps(_mm512_load_ps(scores + e * CHANNEL_BLOCK), max_low));
-        __m512 weight_high = opt_exp16(_mm512_sub_ps(_mm512_load_ps(scores + e * CHANNEL_BLOCK + 16), max_high));
+        __m512 x_low = _mm512_sub_ps(_mm512_load_ps(scores + e * CHANNEL_BLOCK), max_low);
+        __m512 x_high = _mm512_sub_ps(_mm512_load_ps(scores + e * CHANNEL_BLOCK + 16), max_high);
+        __m512 weight_low = in_range ? opt_exp16_in_range(x_low) : opt_exp16(x_low);
+        __m512 weight_high = in_range ? opt_exp16_in_range(x_high) : opt_exp16(x_high);
+        /* Per entry the reference's three roundings, in its order. */
         denom_low = _mm512_add_ps(denom_low, weight_low);
         denom_high = _mm512_add_ps(denom_high, weight_high);
         acc_low = _mm512_fmadd_ps(weight_low, _mm512_loadu_ps(window->kv[e] + d), acc_low);
@@ -92,6 +81,40 @@ static void pool_channel_block(const window_rows *window, int d, float *pooled) 
     /* Step 3. */
     _mm512_storeu_ps(pooled + d, _mm512_div_ps(acc_low, denom_low));
     _mm512_storeu_ps(pooled + d + 16, _mm512_div_ps(acc_high, denom_high));
+}
+
+/* Steps 1-3 for channels [d, d + 32).  The max pass copies the block's
+ * scores into a contiguous scratch: window rows are 4 or 8 KiB apart, so
+ * the same columns of 128 rows would all fall into one L1 set; the copy
+ * keeps them in L1 for the exp pass. */
+static void pool_channel_block(const window_rows *window, int d, float *pooled) {
+    int entries = window->entries;
+    float scores[MAX_WINDOW * CHANNEL_BLOCK] __attribute__((aligned(64)));
+    /* Step 1, from entry 0 on like the reference; the lane-wise max keeps
+     * the reference's operand order (it matters only for +0 vs -0).  The
+     * minimum, alongside, bounds every x = score - max below. */
+    __m512 max_low = _mm512_loadu_ps(window->score[0] + d), max_high = _mm512_loadu_ps(window->score[0] + d + 16);
+    __m512 min_low = max_low, min_high = max_high;
+    _mm512_store_ps(scores, max_low);
+    _mm512_store_ps(scores + 16, max_high);
+    for (int e = 1; e < entries; e++) {
+        __m512 low = _mm512_loadu_ps(window->score[e] + d), high = _mm512_loadu_ps(window->score[e] + d + 16);
+        _mm512_store_ps(scores + e * CHANNEL_BLOCK, low);
+        _mm512_store_ps(scores + e * CHANNEL_BLOCK + 16, high);
+        max_low = opt_max_nan16(max_low, low);
+        max_high = opt_max_nan16(max_high, high);
+        min_low = _mm512_min_ps(min_low, low);
+        min_high = _mm512_min_ps(min_high, high);
+    }
+    /* If RN(max - min) <= 87 in a lane, every x = RN(score - max) there is
+     * in [-87, 0]: x >= RN(min - max) = -RN(max - min) >= -87 since
+     * rounding is monotone and odd.  A NaN or infinite score makes the
+     * ordered compare fail (max is NaN, or max - min is inf or NaN); min's
+     * own NaN handling does not matter, as any NaN score makes max NaN. */
+    __mmask16 bounded = _mm512_cmp_ps_mask(_mm512_sub_ps(max_low, min_low), _mm512_set1_ps(87.0f), _CMP_LE_OQ) &
+                        _mm512_cmp_ps_mask(_mm512_sub_ps(max_high, min_high), _mm512_set1_ps(87.0f), _CMP_LE_OQ);
+    if (bounded == 0xFFFF) exp_pass(window, d, scores, max_low, max_high, 1, pooled);
+    else exp_pass(window, d, scores, max_low, max_high, 0, pooled);
 }
 
 /* Steps 8-9, D = 512: NoPE rounded to bf16 then quantised; RoPE on the

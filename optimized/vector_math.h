@@ -64,13 +64,9 @@ static inline __m256 opt_exp_fast_float8(__m256 x, __mmask8 *undecided) {
     return _mm512_cvtpd_ps(y);
 }
 
-/* 16 lanes of kvc_expf_cr: the fast path when every lane is in [-87, 88]
- * (softmax weights exp(s - m) nearly always are), else opt_exp16_any. */
-static inline __m512 opt_exp16(__m512 x) {
-    /* Ordered compares: a NaN lane is out of range. */
-    __mmask16 in_range = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.0f), _CMP_GE_OQ) &
-                         _mm512_cmp_ps_mask(x, _mm512_set1_ps(88.0f), _CMP_LE_OQ);
-    if (__builtin_expect(in_range != 0xFFFF, 0)) return opt_exp16_any(x);
+/* 16 lanes of kvc_expf_cr, every lane known to be in [-87, 88]: the fast
+ * path alone. */
+static inline __m512 opt_exp16_in_range(__m512 x) {
     __mmask8 undecided_low, undecided_high;
     __m256 low = opt_exp_fast_float8(_mm512_castps512_ps256(x), &undecided_low);
     __m256 high = opt_exp_fast_float8(_mm512_extractf32x8_ps(x, 1), &undecided_high);
@@ -78,6 +74,16 @@ static inline __m512 opt_exp16(__m512 x) {
     __mmask16 undecided = (__mmask16)((unsigned)undecided_high << 8 | undecided_low);
     if (__builtin_expect(undecided != 0, 0)) return opt_exp16_scalar_lanes(x, result, undecided);
     return result;
+}
+
+/* 16 lanes of kvc_expf_cr: the fast path when every lane is in [-87, 88]
+ * (softmax weights exp(s - m) nearly always are), else opt_exp16_any. */
+static inline __m512 opt_exp16(__m512 x) {
+    /* Ordered compares: a NaN lane is out of range. */
+    __mmask16 in_range = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.0f), _CMP_GE_OQ) &
+                         _mm512_cmp_ps_mask(x, _mm512_set1_ps(88.0f), _CMP_LE_OQ);
+    if (__builtin_expect(in_range != 0xFFFF, 0)) return opt_exp16_any(x);
+    return opt_exp16_in_range(x);
 }
 
 /* Every stage ends with this: it clears the upper halves of the vector
