@@ -16,8 +16,13 @@ int opt_v41_rope_quant_insert(const kvc_v41_insert_args *a, kvc_error *err) {
 #pragma omp parallel for schedule(static)
     for (int64_t t = 0; t < a->num_tokens; t++) {
         int64_t slot = a->slot_mapping[t];
-        if (t + 2 < a->num_tokens) opt_prefetch_bytes(a->latent + (t + 2) * HEAD_DIM, HEAD_DIM * 2);
         if (slot < 0 || !kvc_is_closing(a->positions[t], a->compress_ratio)) continue;
+        /* The next latent row this stage reads, fetched while this one is
+         * quantised; rows of tokens that insert nothing are not read, and
+         * fetching them too was measured to cost more than it saved. */
+        int64_t next = t + a->compress_ratio;
+        if (next < a->num_tokens && a->slot_mapping[next] >= 0 && kvc_is_closing(a->positions[next], a->compress_ratio))
+            opt_prefetch_bytes(a->latent + next * HEAD_DIM, HEAD_DIM * 2);
         /* The latent is bf16 already: the NoPE dims are quantised from its
          * bits, the RoPE dims widened exactly (no second rounding). */
         const uint16_t *latent = a->latent + t * HEAD_DIM;
