@@ -18,8 +18,8 @@ int opt_v41_rope_quant_insert(const kvc_v41_insert_args *a, kvc_error *err) {
         int64_t slot = a->slot_mapping[t];
         if (slot < 0 || !kvc_is_closing(a->positions[t], a->compress_ratio)) continue;
         /* The next latent row this stage reads, fetched while this one is
-         * quantised; rows of tokens that insert nothing are not read, and
-         * fetching them too was measured to cost more than it saved. */
+         * quantised; rows of tokens that insert nothing are never read,
+         * so fetching them would only add memory traffic. */
         int64_t next = t + a->compress_ratio;
         if (next < a->num_tokens && a->slot_mapping[next] >= 0 && kvc_is_closing(a->positions[next], a->compress_ratio))
             opt_prefetch_bytes(a->latent + next * HEAD_DIM, HEAD_DIM * 2);
