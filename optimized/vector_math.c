@@ -216,19 +216,24 @@ float opt_scale_value(kvc_block_scale s) {
     return power_of_two(s.scale_exp);
 }
 
+/* Step 9's a = max(1e-4, max |y|) from the largest |y| bits: NaN when
+ * those are a NaN's (the reference's running kvc_max_nan is NaN as soon as
+ * one value is). */
+static float magnitude_from_largest_bits(uint32_t largest_bits) {
+    if (largest_bits > 0x7F800000u) return kvc_f32_from_bits(KVC_F32_NAN_BITS);
+    float magnitude = kvc_f32_from_bits(largest_bits);
+    return magnitude > 1e-4f ? magnitude : 1e-4f;
+}
+
 float opt_block_magnitude(const float *values, int count) {
     /* The bits of non-negative floats order as unsigned integers, and
      * every NaN's bits are above +inf's: the largest |value| bits are
-     * NaN's exactly when some value is, and otherwise the maximum, whose
+     * NaN's exactly when some value is, and otherwise the maximum's, whose
      * value does not depend on the order of a running max. */
     __m512i largest = _mm512_setzero_si512();
     for (int j = 0; j < count; j += 16)
         largest = _mm512_max_epu32(largest, _mm512_and_si512(_mm512_loadu_si512(values + j), _mm512_set1_epi32(0x7FFFFFFF)));
-    uint32_t largest_bits = _mm512_reduce_max_epu32(largest);
-    /* The reference's running kvc_max_nan is NaN as soon as one value is. */
-    if (largest_bits > 0x7F800000u) return kvc_f32_from_bits(KVC_F32_NAN_BITS);
-    float magnitude = kvc_f32_from_bits(largest_bits);
-    return magnitude > 1e-4f ? magnitude : 1e-4f;
+    return magnitude_from_largest_bits(_mm512_reduce_max_epu32(largest));
 }
 
 /* 16 codes of one block, one per 32-bit lane: fp8(clamp(y * multiplier)). */
@@ -275,10 +280,7 @@ uint8_t opt_quantize_bf16_block_ue8m0(const uint16_t *z, uint8_t *codes) {
      * above +inf's; a bf16 pattern shifted left 16 is the widened float. */
     __m512i largest = _mm512_max_epu16(_mm512_and_si512(low, _mm512_set1_epi16(0x7FFF)),
                                        _mm512_and_si512(high, _mm512_set1_epi16(0x7FFF)));
-    uint32_t largest_bits = (uint32_t)reduce_max_epu16(largest) << 16;
-    float magnitude = kvc_f32_from_bits(largest_bits);
-    if (largest_bits > 0x7F800000u) magnitude = kvc_f32_from_bits(KVC_F32_NAN_BITS);
-    else if (!(magnitude > 1e-4f)) magnitude = 1e-4f;
+    float magnitude = magnitude_from_largest_bits((uint32_t)reduce_max_epu16(largest) << 16);
     kvc_block_scale scale = kvc_block_scale_from_quotient(magnitude / KVC_FP8_MAX);
     if (scale.kind == KVC_SCALE_FINITE) {
         __mmask32 below_low, below_high;
