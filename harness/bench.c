@@ -10,6 +10,7 @@
  * "% copy" compares like with like.  Timings are min and median of runs
  * after one warm-up run; each run is the whole stage call, validation
  * included. */
+#include <errno.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -508,7 +509,11 @@ static void json_timing(FILE *f, const char *name, const timing *t, double token
 static int write_json(const char *path, const scenario_result *results, int count, int threads, double load,
                       bandwidth bw_one, bandwidth bw_all) {
     FILE *f = fopen(path, "w");
-    if (!f) { perror(path); return 1; }
+    if (!f) {
+        fprintf(stderr, "kvcmp bench: cannot write %s: %s (the table above is complete; give --json a writable path)\n", path,
+                strerror(errno));
+        return 1;
+    }
     const char *wait_policy = getenv("OMP_WAIT_POLICY");
     fprintf(f, "{\n  \"format\": \"kvcmp-bench/1\",\n  \"threads\": %d,\n  \"load_average_at_start\": %.2f,\n", threads, load);
     fprintf(f, "  \"omp_wait_policy\": \"%s\",\n", wait_policy ? wait_policy : "default");
