@@ -193,10 +193,10 @@ static inline __m512i opt_fp8_lanes_in_range(__m512 x) {
 static inline __m128i opt_fp8_from_f32x16(__m512 x) { return _mm512_cvtepi32_epi8(opt_fp8_lanes_from_f32x16(x)); }
 
 /* 4 x 16 codes (codes 0-15, 16-31, 32-47, 48-63, each 0..255 in a 32-bit
- * lane) -> 64 bytes in order.  The
- * saturating packs keep every value (all fit), but interleave the 128-bit
- * lanes; one permute puts the dwords back: one store instead of four
- * narrowing vpmovdb stores, the costliest part of the quantiser. */
+ * lane) -> 64 bytes in order.  The saturating packs keep every value (all
+ * fit) but interleave the 128-bit lanes; one permute puts the dwords back.
+ * One store instead of four narrowing vpmovdb stores, which were the
+ * costliest part of the quantiser. */
 static inline __m512i opt_pack_bytes64(__m512i codes0, __m512i codes16, __m512i codes32, __m512i codes48) {
     __m512i words_low = _mm512_packus_epi32(codes0, codes16);
     __m512i words_high = _mm512_packus_epi32(codes32, codes48);
