@@ -68,7 +68,8 @@ wrap-check: $(BUILD)/examples/wrap_reference.so $(BUILD)/kvcmp
 libfuzzer:
 	@bash tools/deps.sh clang libomp-dev
 	bash fuzz/build.sh
-	@echo "run it: build/libfuzzer/kvcmp_fuzzer fixtures/corpus -max_total_time=60   (see fuzz/README.md)"
+	@echo "run it: mkdir -p build/corpus && build/libfuzzer/kvcmp_fuzzer build/corpus fixtures/corpus -max_total_time=60" \
+		"  (new inputs go to build/corpus; see fuzz/README.md)"
 
 # The same entry point without libFuzzer, replaying the seed corpus.
 $(BUILD)/fuzz-corpus-replay: $(call obj,obj,$(LIB_SRC) fuzz/libfuzzer_entry.c fuzz/replay_corpus.c)
