@@ -5,7 +5,7 @@ CC ?= gcc
 BUILD ?= build
 # The project's shared corpora (spec-cases, vllm-cases) live beside the repo.
 SHARED ?= $(abspath ../shared)
-DEBIAN_PACKAGES := gcc make libmpfr-dev libgmp-dev libcriterion-dev libcjson-dev gcovr clang
+DEBIAN_PACKAGES := gcc g++ make pkg-config libmpfr-dev libgmp-dev libcriterion-dev libcjson-dev gcovr clang python3 python3-numpy python3-pytest python3-torch
 STD_FLAGS := -std=c17 -D_GNU_SOURCE -g -Wall -Wextra -fno-fast-math -ffp-contract=off -fopenmp
 OPT_FLAGS ?= -O2
 AVX512_FLAGS := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma
@@ -18,54 +18,84 @@ TEST_OPT_FLAGS := -O1
 COMMON_SRC := $(wildcard common/*.c)
 REFERENCE_SRC := $(wildcard reference/*.c)
 OPTIMIZED_SRC := $(wildcard optimized/*.c)
-HARNESS_SRC := $(filter-out harness/main.c,$(wildcard harness/*.c))
+HARNESS_SRC := $(filter-out harness/mutants/%,$(wildcard harness/*/*.c))
+# libkvcmp: everything but the front ends (cli/, python/, fuzz/).
 LIB_SRC := $(COMMON_SRC) $(REFERENCE_SRC) $(OPTIMIZED_SRC) $(HARNESS_SRC)
-TEST_SRC := $(wildcard tests/test_*.c)
+TEST_SRC := $(wildcard tests/*/test_*.c tests/test_*.c)
+PUBLIC_HEADERS := $(wildcard include/kvcmp/*.h)
+# Sources include public headers as "kvcmp/NAME.h" and internal ones by
+# their path from the repository root.
+INCLUDES := -Iinclude -I.
+KVCMP_VERSION := 1.0.0
+KVCMP_SOVERSION := 1
 
-# Release objects in $(BUILD)/obj, sanitized test objects in $(BUILD)/asan.
+# Compiler lines are hidden unless V=1; make prints one short line per file.
+V ?= 0
+ifeq ($(V),0)
+Q := @
+say = printf '  %-6s %s\n' $(1) $(2);
+endif
+
+# Release objects in $(BUILD)/obj (position-independent: the same objects
+# make libkvcmp.a and libkvcmp.so), sanitized test objects in $(BUILD)/asan.
 obj = $(patsubst %.c,$(BUILD)/$(1)/%.o,$(2))
 
-.PHONY: all deps test fuzz exhaustive bench clean check-shared
-all: $(BUILD)/kvcmp
+.PHONY: all deps test fuzz exhaustive bench clean check-shared lib install uninstall help
+all: $(BUILD)/kvcmp lib
 
 deps:
 	@bash tools/deps.sh $(DEBIAN_PACKAGES)
 
 $(BUILD)/obj/optimized/%.o: optimized/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(STD_FLAGS) $(OPT_FLAGS) $(AVX512_FLAGS) -MMD -c $< -o $@
+	$(Q)$(call say,CC,$<)$(CC) $(STD_FLAGS) $(OPT_FLAGS) -fPIC $(INCLUDES) $(AVX512_FLAGS) -MMD -c $< -o $@
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(STD_FLAGS) $(OPT_FLAGS) -MMD -c $< -o $@
+	$(Q)$(call say,CC,$<)$(CC) $(STD_FLAGS) $(OPT_FLAGS) -fPIC $(INCLUDES) -MMD -c $< -o $@
 $(BUILD)/asan/optimized/%.o: optimized/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(STD_FLAGS) $(TEST_OPT_FLAGS) $(SANITIZE) $(AVX512_FLAGS) -MMD -c $< -o $@
+	$(Q)$(call say,CC,$<)$(CC) $(STD_FLAGS) $(TEST_OPT_FLAGS) $(SANITIZE) $(INCLUDES) $(AVX512_FLAGS) -MMD -c $< -o $@
 # The exhaustive 2^32 loops of the format tests are pure arithmetic that
 # the sanitizers cannot improve on; they build optimised to stay fast.
 $(BUILD)/asan/tests/test_formats.o: tests/test_formats.c
 	@mkdir -p $(dir $@)
-	$(CC) $(STD_FLAGS) -O2 -MMD -c $< -o $@
+	$(Q)$(call say,CC,$<)$(CC) $(STD_FLAGS) -O2 $(INCLUDES) -MMD -c $< -o $@
 $(BUILD)/asan/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(STD_FLAGS) $(TEST_OPT_FLAGS) $(SANITIZE) -MMD -c $< -o $@
+	$(Q)$(call say,CC,$<)$(CC) $(STD_FLAGS) $(TEST_OPT_FLAGS) $(SANITIZE) $(INCLUDES) -MMD -c $< -o $@
 
-$(BUILD)/kvcmp: $(call obj,obj,$(LIB_SRC) harness/main.c)
-	$(CC) $(STD_FLAGS) $^ -o $@ $(LIBS)
+# The library.  The shared one exports only what include/kvcmp/ declares
+# (tools/export_map.sh writes the version script from the headers).
+$(BUILD)/libkvcmp.a: $(call obj,obj,$(LIB_SRC))
+	$(Q)$(call say,AR,$@)rm -f $@ && ar rcs $@ $^
+$(BUILD)/asan/libkvcmp.a: $(call obj,asan,$(LIB_SRC))
+	$(Q)$(call say,AR,$@)rm -f $@ && ar rcs $@ $^
+$(BUILD)/libkvcmp.map: $(PUBLIC_HEADERS) tools/export_map.sh
+	$(Q)bash tools/export_map.sh $(PUBLIC_HEADERS) > $@
+$(BUILD)/libkvcmp.so.$(KVCMP_VERSION): $(call obj,obj,$(LIB_SRC)) $(BUILD)/libkvcmp.map
+	$(Q)$(call say,LD,$@)$(CC) $(STD_FLAGS) -shared -Wl,-soname,libkvcmp.so.$(KVCMP_SOVERSION) \
+	  -Wl,--version-script=$(BUILD)/libkvcmp.map $(call obj,obj,$(LIB_SRC)) -o $@ $(LIBS)
+$(BUILD)/libkvcmp.so: $(BUILD)/libkvcmp.so.$(KVCMP_VERSION)
+	$(Q)ln -sf libkvcmp.so.$(KVCMP_VERSION) $(BUILD)/libkvcmp.so.$(KVCMP_SOVERSION) && ln -sf libkvcmp.so.$(KVCMP_SOVERSION) $@
+lib: $(BUILD)/libkvcmp.a $(BUILD)/libkvcmp.so
 
-$(BUILD)/asan/kvcmp: $(call obj,asan,$(LIB_SRC) harness/main.c)
-	$(CC) $(STD_FLAGS) $(SANITIZE) $^ -o $@ $(LIBS)
+$(BUILD)/kvcmp: $(BUILD)/obj/cli/main.o $(BUILD)/libkvcmp.a
+	$(Q)$(call say,LD,$@)$(CC) $(STD_FLAGS) $^ -o $@ $(LIBS)
 
-$(BUILD)/asan/unit-tests: $(call obj,asan,$(LIB_SRC) $(TEST_SRC))
-	$(CC) $(STD_FLAGS) $(SANITIZE) $^ -o $@ $(LIBS) -lcriterion
+$(BUILD)/asan/kvcmp: $(BUILD)/asan/cli/main.o $(BUILD)/asan/libkvcmp.a
+	$(Q)$(call say,LD,$@)$(CC) $(STD_FLAGS) $(SANITIZE) $^ -o $@ $(LIBS)
+
+$(BUILD)/asan/unit-tests: $(call obj,asan,$(TEST_SRC)) $(BUILD)/asan/libkvcmp.a
+	$(Q)$(call say,LD,$@)$(CC) $(STD_FLAGS) $(SANITIZE) $^ -o $@ $(LIBS) -lcriterion
 
 # Candidate libraries that are wrong on purpose (no entry point, a foreign
 # ABI, a crashing stage...), one per kind of tests/plugins/candidate.c;
 # the unit tests find them through KVCMP_TEST_PLUGINS.
 TEST_PLUGIN_KINDS := no_entry null_table wrong_abi short_table crash partial
 TEST_PLUGINS = $(patsubst %,$(BUILD)/test-plugins/%.so,$(TEST_PLUGIN_KINDS))
-$(BUILD)/test-plugins/%.so: tests/plugins/candidate.c harness/kvcmp_plugin.h common/kvcmp.h
+$(BUILD)/test-plugins/%.so: tests/plugins/candidate.c include/kvcmp/plugin.h include/kvcmp/kvcmp.h
 	@mkdir -p $(dir $@)
-	$(CC) $(STD_FLAGS) -O1 -fPIC -shared -fvisibility=hidden -DKIND_$* $< -o $@
+	$(Q)$(call say,CC,$@)$(CC) $(STD_FLAGS) -O1 -fPIC -shared -fvisibility=hidden $(INCLUDES) -DKIND_$* $< -o $@
 
 # The test suite: unit and property tests under ASan/UBSan, replay of the
 # shared case corpora and of fixtures/regressions.  Criterion prints the
@@ -88,7 +118,7 @@ check-shared:
 exhaustive: deps $(BUILD)/kvcmp-exhaustive
 	$(BUILD)/kvcmp-exhaustive
 
-$(BUILD)/kvcmp-exhaustive: $(call obj,obj,$(LIB_SRC) tools/exhaustive.c)
+$(BUILD)/kvcmp-exhaustive: $(BUILD)/obj/tools/exhaustive.o $(BUILD)/libkvcmp.a
 	$(CC) $(STD_FLAGS) $^ -o $@ $(LIBS)
 
 clean:

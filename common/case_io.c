@@ -1,5 +1,5 @@
 /* Case directories: see case_io.h. */
-#include "case_io.h"
+#include "kvcmp/case.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>

@@ -1,5 +1,5 @@
 /* Number formats: see formats.h and SPEC.md section 4. */
-#include "formats.h"
+#include "kvcmp/formats.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* Strict .npy 1.0 reader / writer: see npy.h. */
-#include "npy.h"
+#include "kvcmp/npy.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,12 +1,12 @@
 /* Shared validation: see validate.h.  Each check names the tensor and the
  * index it rejects, and nothing has been written when it fails. */
-#include "validate.h"
+#include "kvcmp/validate.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "layout.h"
+#include "kvcmp/layout.h"
 
 int kvc_fail(kvc_error *err, int code, const char *fmt, ...) {
     if (err) {

@@ -13,16 +13,20 @@ mkdir -p "$OUT" "$WORK"
 # The contract needs IEEE arithmetic: no contraction, no fast-math.
 COMMON="-std=c17 -D_GNU_SOURCE -ffp-contract=off -fno-fast-math -fopenmp"
 AVX512="-mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma"
+# libkvcmp built instrumented (coverage guidance needs every object
+# compiled with the fuzzer's flags), then the entry point linked to it.
 objects=()
-for src in "$SRC"/common/*.c "$SRC"/reference/*.c "$SRC"/optimized/*.c "$SRC"/harness/*.c "$SRC"/fuzz/libfuzzer_entry.c; do
-    case $src in */harness/main.c) continue ;; esac
+for src in "$SRC"/common/*.c "$SRC"/reference/*.c "$SRC"/optimized/*.c "$SRC"/harness/*/*.c; do
+    case $src in */harness/mutants/*) continue ;; esac
     obj=$WORK/$(echo "${src#$SRC/}" | tr / _).o
     extra=""
     case $src in */optimized/*) extra=$AVX512 ;; esac
-    $CC $CFLAGS $COMMON $extra -c "$src" -o "$obj"
+    $CC $CFLAGS $COMMON $extra -I"$SRC/include" -I"$SRC" -c "$src" -o "$obj"
     objects+=("$obj")
 done
-$CC $CFLAGS $LIB_FUZZING_ENGINE -fopenmp "${objects[@]}" -o "$OUT/kvcmp_fuzzer" -lmpfr -lgmp -lcjson -lm -ldl
+rm -f "$WORK/libkvcmp.a" && ar rcs "$WORK/libkvcmp.a" "${objects[@]}"
+$CC $CFLAGS $COMMON -I"$SRC/include" -I"$SRC" -c "$SRC/fuzz/libfuzzer_entry.c" -o "$WORK/libfuzzer_entry.o"
+$CC $CFLAGS $LIB_FUZZING_ENGINE -fopenmp "$WORK/libfuzzer_entry.o" "$WORK/libkvcmp.a" -o "$OUT/kvcmp_fuzzer" -lmpfr -lgmp -lcjson -lm -ldl
 if command -v zip >/dev/null; then
     (cd "$SRC/fixtures/corpus" && zip -q -j "$OUT/kvcmp_fuzzer_seed_corpus.zip" ./*)
 fi

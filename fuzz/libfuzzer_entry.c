@@ -1,5 +1,5 @@
 /* libFuzzer entry point: the input bytes drive the scenario generator
- * (harness/fuzz_gen.c reads its random draws from them, then from a fixed
+ * (harness/fuzz/gen.c reads its random draws from them, then from a fixed
  * stream when they run out), so coverage guidance steers variants,
  * families, sizes and metadata.  Each input is one case run through the
  * reference and the optimized backend (or, where the optimized backend
@@ -13,10 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../harness/backends.h"
-#include "../harness/fuzz_gen.h"
-#include "../harness/fuzz_run.h"
-#include "../harness/history.h"
+#include "kvcmp/backends.h"
+#include "kvcmp/generate.h"
+#include "harness/fuzz/run.h"
+#include "harness/fuzz/history.h"
 
 static kvc_fuzz_target target;
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the libFuzzer seed corpus fixtures/corpus/: one input per
 variant and value family pair that matters, each starting with the two
-8-byte draws that pick the variant and the family (harness/fuzz_gen.c:
+8-byte draws that pick the variant and the family (harness/fuzz/gen.c:
 pick_variant, then the family), followed by pseudo-random bytes.
 Re-run after changing the variant table:  python3 fuzz/make_corpus.py"""
 import os, random, re, struct

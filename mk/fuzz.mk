@@ -30,32 +30,33 @@ fuzz-check: $(BUILD)/kvcmp
 	@mkdir -p reports
 	$(BUILD)/kvcmp fuzz --seed $(FUZZ_SEED) --cases $(FUZZ_CHECK_CASES) --json reports/fuzz-check.json
 
-# A mutant: the reference and common sources copied to build/mutants/NAME,
-# one file patched by harness/mutants/NAME.sed (its first line names the
-# file), compiled into a plug-in.  reference/ itself stays clean.
-$(BUILD)/mutants/%.so: harness/mutants/%.sed harness/mutants/entry.c harness/kvcmp_plugin.h $(COMMON_SRC) $(REFERENCE_SRC) \
-		$(wildcard common/*.h reference/*.h)
-	@rm -rf $(BUILD)/mutants/$* && mkdir -p $(BUILD)/mutants/$*/harness
-	@cp -r common reference $(BUILD)/mutants/$*/
-	@cp harness/kvcmp_plugin.h $(BUILD)/mutants/$*/harness/
-	@cp harness/mutants/entry.c $(BUILD)/mutants/$*/harness/mutant_entry.c
+# A mutant: the reference's sources and headers copied to
+# build/mutants/NAME, one file patched by harness/mutants/NAME.sed (its
+# first line names the file), compiled into a plug-in with the copied
+# headers first on the include path.  reference/ itself stays clean.
+# (A mutant recompiles the reference instead of linking libkvcmp: its
+# patched file would clash with the library's unpatched copy.)
+$(BUILD)/mutants/%.so: harness/mutants/%.sed harness/mutants/entry.c $(PUBLIC_HEADERS) $(COMMON_SRC) $(REFERENCE_SRC)
+	@rm -rf $(BUILD)/mutants/$* && mkdir -p $(BUILD)/mutants/$*
+	@cp -r common reference include $(BUILD)/mutants/$*/
 	@file=$$(sed -n 's/^# file: //p' $<); \
 	 sed -f $< $$file > $(BUILD)/mutants/$*/$$file; \
 	 if cmp -s $$file $(BUILD)/mutants/$*/$$file; then \
 	   echo "mutant $*: $< no longer changes $$file; update the patch to the current source" >&2; exit 1; fi
-	$(CC) $(PLUGIN_FLAGS) -DKVC_MUTANT_NAME='"$*"' -I$(BUILD)/mutants/$*/harness \
+	$(Q)$(call say,CC,$@)$(CC) $(PLUGIN_FLAGS) -DKVC_MUTANT_NAME='"$*"' -I$(BUILD)/mutants/$*/include -I$(BUILD)/mutants/$* \
 	  $(BUILD)/mutants/$*/common/*.c $(BUILD)/mutants/$*/reference/*.c \
-	  $(BUILD)/mutants/$*/harness/mutant_entry.c -o $@ $(PLUGIN_LIBS)
+	  harness/mutants/entry.c -o $@ $(PLUGIN_LIBS)
 
 mutants: $(MUTANT_LIBS)
 
 mutants-check: $(MUTANT_LIBS) $(BUILD)/kvcmp
 	@bash harness/mutants/check.sh $(BUILD)/kvcmp $(BUILD)/mutants $(MUTANT_SEED) $(MUTANT_SECONDS)
 
-# The vLLM-style wrapper example, built against the project's sources.
-$(BUILD)/examples/wrap_reference.so: examples/wrap_reference/wrap_reference.c harness/kvcmp_plugin.h $(COMMON_SRC) $(REFERENCE_SRC)
+# The vLLM-style wrapper example, linked against libkvcmp.a (a plug-in
+# carries its own copy of the reference and validators).
+$(BUILD)/examples/wrap_reference.so: examples/wrap_reference/wrap_reference.c $(PUBLIC_HEADERS) $(BUILD)/libkvcmp.a
 	@mkdir -p $(dir $@)
-	$(CC) $(PLUGIN_FLAGS) -Iharness $< $(COMMON_SRC) $(REFERENCE_SRC) -o $@ $(PLUGIN_LIBS)
+	$(Q)$(call say,CC,$@)$(CC) $(PLUGIN_FLAGS) -Iinclude $< $(BUILD)/libkvcmp.a -o $@ $(PLUGIN_LIBS) -lcjson -ldl
 
 examples: $(BUILD)/examples/wrap_reference.so
 
@@ -72,8 +73,8 @@ libfuzzer:
 		"  (new inputs go to build/corpus; see fuzz/README.md)"
 
 # The same entry point without libFuzzer, replaying the seed corpus.
-$(BUILD)/fuzz-corpus-replay: $(call obj,obj,$(LIB_SRC) fuzz/libfuzzer_entry.c fuzz/replay_corpus.c)
-	$(CC) $(STD_FLAGS) $^ -o $@ $(LIBS)
+$(BUILD)/fuzz-corpus-replay: $(call obj,obj,fuzz/libfuzzer_entry.c fuzz/replay_corpus.c) $(BUILD)/libkvcmp.a
+	$(Q)$(call say,LD,$@)$(CC) $(STD_FLAGS) $^ -o $@ $(LIBS)
 
 fuzz-corpus-check: $(BUILD)/fuzz-corpus-replay
 	$(BUILD)/fuzz-corpus-replay fixtures/corpus

@@ -33,7 +33,7 @@ report: deps $(BUILD)/kvcmp
 # then counts branches that are not in the source, or two different ones
 # as one.  The sanitized run stays in make test itself.
 # KVC_COVERAGE makes forked fuzz workers flush their counters before
-# _exit (harness/coverage.h); without it their cases would not count.
+# _exit (harness/fuzz/coverage.h); without it their cases would not count.
 # The formats suite is left out of the coverage run: its exhaustive 2^32
 # loops exercise only common/formats.c, outside the measured directories,
 # and take many minutes once instrumented.
@@ -42,7 +42,7 @@ COVERAGE_DIR ?= $(REPORT_DIR)/coverage
 COVERAGE_FUZZ_CASES ?= 1000
 COVERAGE_LINE_MIN ?= 95
 COVERAGE_BRANCH_MIN ?= 85
-COVERAGE_FILTERS := --filter '$(CURDIR)/reference/' --filter '$(CURDIR)/optimized/' --filter '$(CURDIR)/harness/'
+COVERAGE_FILTERS := --filter '$(CURDIR)/common/' --filter '$(CURDIR)/include/' --filter '$(CURDIR)/reference/' --filter '$(CURDIR)/optimized/' --filter '$(CURDIR)/harness/'
 COVERAGE_MAKE_FLAGS := CC='$(CC) --coverage -DKVC_COVERAGE' OPT_FLAGS='-O0' TEST_OPT_FLAGS='-O0' SANITIZE=
 
 # The planted-bug libraries of make mutants: the campaign tests fuzz them.

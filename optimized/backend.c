@@ -2,8 +2,8 @@
  * subsets its files are compiled for. */
 #include <stdio.h>
 
-#include "optimized.h"
-#include "stages.h"
+#include "optimized/optimized.h"
+#include "optimized/stages.h"
 
 static const kvc_backend optimized_backend = {
     .name = "opt",

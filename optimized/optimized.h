@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-#include "../common/kvcmp.h"
+#include "kvcmp/kvcmp.h"
 
 const kvc_backend *kvc_optimized_backend_get(char *error, size_t error_size);
 

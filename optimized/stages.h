@@ -3,7 +3,7 @@
 #ifndef KVCMP_OPTIMIZED_STAGES_H
 #define KVCMP_OPTIMIZED_STAGES_H
 
-#include "../common/kvcmp.h"
+#include "kvcmp/kvcmp.h"
 
 int opt_v4_save_partial_states(const kvc_v4_save_args *a, kvc_error *err);
 int opt_v4_compress(const kvc_v4_compress_args *a, kvc_error *err);

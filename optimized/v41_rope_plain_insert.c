@@ -1,10 +1,10 @@
 /* Optimized v41.rope_plain_insert: as reference/v41_rope_plain_insert.c;
  * tokens are spread over the threads (each writes only its own row). */
-#include "../common/formats.h"
-#include "../common/layout.h"
-#include "../common/validate.h"
-#include "stages.h"
-#include "vector_math.h"
+#include "kvcmp/formats.h"
+#include "kvcmp/layout.h"
+#include "kvcmp/validate.h"
+#include "optimized/stages.h"
+#include "optimized/vector_math.h"
 
 #define HEAD_DIM KVC_V41_HEAD_DIM
 #define NOPE_DIMS (HEAD_DIM - KVC_ROPE_DIMS)

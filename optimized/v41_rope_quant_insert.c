@@ -1,11 +1,11 @@
 /* Optimized v41.rope_quant_insert: as reference/v41_rope_quant_insert.c;
  * each valid closing token writes only its own row, so tokens are spread
  * over the threads. */
-#include "../common/formats.h"
-#include "../common/layout.h"
-#include "../common/validate.h"
-#include "stages.h"
-#include "vector_math.h"
+#include "kvcmp/formats.h"
+#include "kvcmp/layout.h"
+#include "kvcmp/validate.h"
+#include "optimized/stages.h"
+#include "optimized/vector_math.h"
 
 #define HEAD_DIM KVC_V41_HEAD_DIM
 #define NOPE_DIMS (HEAD_DIM - KVC_ROPE_DIMS)

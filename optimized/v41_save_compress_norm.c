@@ -5,11 +5,11 @@
  * rows are stored only after the parallel loop has ended (all reads done). */
 #include <string.h>
 
-#include "../common/formats.h"
-#include "../common/layout.h"
-#include "../common/validate.h"
-#include "stages.h"
-#include "vector_math.h"
+#include "kvcmp/formats.h"
+#include "kvcmp/layout.h"
+#include "kvcmp/validate.h"
+#include "optimized/stages.h"
+#include "optimized/vector_math.h"
 
 #define HEAD_DIM KVC_V41_HEAD_DIM
 #define RING_ROW_BYTES (2 * HEAD_DIM * 4)

@@ -9,11 +9,11 @@
 #include <omp.h>
 #include <stdlib.h>
 
-#include "../common/formats.h"
-#include "../common/layout.h"
-#include "../common/validate.h"
-#include "stages.h"
-#include "vector_math.h"
+#include "kvcmp/formats.h"
+#include "kvcmp/layout.h"
+#include "kvcmp/validate.h"
+#include "optimized/stages.h"
+#include "optimized/vector_math.h"
 
 #define MAX_WINDOW 128      /* coff * R: 8 for R = 4, 128 for R = 128 */
 #define MAX_HEAD_DIM 512

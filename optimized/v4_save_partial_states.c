@@ -3,11 +3,11 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../common/formats.h"
-#include "../common/layout.h"
-#include "../common/validate.h"
-#include "stages.h"
-#include "vector_math.h"
+#include "kvcmp/formats.h"
+#include "kvcmp/layout.h"
+#include "kvcmp/validate.h"
+#include "optimized/stages.h"
+#include "optimized/vector_math.h"
 
 /* Above this many bytes of state rows per call the rows cannot stay in
  * cache anyway, and streaming stores skip reading the destination first

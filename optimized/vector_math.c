@@ -1,14 +1,14 @@
 /* AVX-512 building blocks: see vector_math.h.  Compiled with
  * -ffp-contract=off: every fma below is written as one, every other
  * product and sum is rounded separately, like the reference. */
-#include "vector_math.h"
-#include "vector_arrays.h"
+#include "optimized/vector_math.h"
+#include "optimized/vector_arrays.h"
 
 #include <math.h>
 #include <string.h>
 
-#include "../common/formats.h"
-#include "../common/kvcmp.h"
+#include "kvcmp/formats.h"
+#include "kvcmp/kvcmp.h"
 
 /* ---- Correctly rounded exp ------------------------------------------
  *

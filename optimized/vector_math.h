@@ -9,8 +9,8 @@
 #include <immintrin.h>
 #include <stdint.h>
 
-#include "../common/formats.h"
-#include "vector_arrays.h"
+#include "kvcmp/formats.h"
+#include "optimized/vector_arrays.h"
 
 /* ---- 16 lanes of kvc_expf_cr (error bounds: vector_math.c) ---- */
 

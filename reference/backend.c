@@ -1,5 +1,5 @@
 /* The reference backend table. */
-#include "reference.h"
+#include "kvcmp/reference.h"
 
 const kvc_backend kvc_reference_backend = {
     .name = "ref",

@@ -1,12 +1,12 @@
 /* Reference versions of the contract's steps.  Built with
  * -ffp-contract=off: every a*b+c below is two roundings unless written
  * as fmaf, exactly as SPEC.md says. */
-#include "steps.h"
+#include "kvcmp/reference_steps.h"
 
 #include <math.h>
 
-#include "../common/formats.h"
-#include "../common/kvcmp.h"
+#include "kvcmp/formats.h"
+#include "kvcmp/kvcmp.h"
 
 float ref_softmax_pool(const float *window_kv, const float *window_score, int entries) {
     /* Step 1: NaN-propagating maximum of the valid scores. */

@@ -1,10 +1,10 @@
 /* Reference v41.rope_plain_insert (SPEC.md 3.5): plain 512-wide rows,
  * bf16 or fp8 e4m3fn with one per-tensor scale. */
-#include "../common/formats.h"
-#include "../common/layout.h"
-#include "../common/validate.h"
-#include "reference.h"
-#include "steps.h"
+#include "kvcmp/formats.h"
+#include "kvcmp/layout.h"
+#include "kvcmp/validate.h"
+#include "kvcmp/reference.h"
+#include "kvcmp/reference_steps.h"
 
 #define HEAD_DIM KVC_V41_HEAD_DIM
 #define NOPE_DIMS (HEAD_DIM - KVC_ROPE_DIMS)

@@ -1,10 +1,10 @@
 /* Reference v41.rope_quant_insert (SPEC.md 3.4): the latent is already
  * bf16, so NoPE blocks are quantised without a second rounding. */
-#include "../common/formats.h"
-#include "../common/layout.h"
-#include "../common/validate.h"
-#include "reference.h"
-#include "steps.h"
+#include "kvcmp/formats.h"
+#include "kvcmp/layout.h"
+#include "kvcmp/validate.h"
+#include "kvcmp/reference.h"
+#include "kvcmp/reference_steps.h"
 
 #define HEAD_DIM KVC_V41_HEAD_DIM
 #define NOPE_DIMS (HEAD_DIM - KVC_ROPE_DIMS)

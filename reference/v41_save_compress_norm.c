@@ -3,11 +3,11 @@
  * then store each request's ring rows. */
 #include <string.h>
 
-#include "../common/formats.h"
-#include "../common/layout.h"
-#include "../common/validate.h"
-#include "reference.h"
-#include "steps.h"
+#include "kvcmp/formats.h"
+#include "kvcmp/layout.h"
+#include "kvcmp/validate.h"
+#include "kvcmp/reference.h"
+#include "kvcmp/reference_steps.h"
 
 #define HEAD_DIM KVC_V41_HEAD_DIM
 #define RING_ROW_BYTES (2 * HEAD_DIM * 4)

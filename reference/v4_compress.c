@@ -3,11 +3,11 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "../common/formats.h"
-#include "../common/layout.h"
-#include "../common/validate.h"
-#include "reference.h"
-#include "steps.h"
+#include "kvcmp/formats.h"
+#include "kvcmp/layout.h"
+#include "kvcmp/validate.h"
+#include "kvcmp/reference.h"
+#include "kvcmp/reference_steps.h"
 
 #define MAX_WINDOW 256   /* coff * R: 8 for R = 4, 128 for R = 128 */
 #define MAX_HEAD_DIM 512

@@ -1,10 +1,10 @@
 /* Reference v4.save_partial_states (SPEC.md 3.1). */
 #include <string.h>
 
-#include "../common/formats.h"
-#include "../common/layout.h"
-#include "../common/validate.h"
-#include "reference.h"
+#include "kvcmp/formats.h"
+#include "kvcmp/layout.h"
+#include "kvcmp/validate.h"
+#include "kvcmp/reference.h"
 
 int ref_v4_save_partial_states(const kvc_v4_save_args *a, kvc_error *err) {
     int rc = kvc_validate_v4_save(a, err);

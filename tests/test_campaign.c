@@ -12,13 +12,13 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
-#include "test_support.h"
+#include "tests/test_support.h"
 
-#include "../harness/backends.h"
-#include "../harness/commands.h"
-#include "../harness/kvcmp_plugin.h"
-#include "../harness/plugin.h"
-#include "../harness/replay.h"
+#include "kvcmp/backends.h"
+#include "cli/commands.h"
+#include "kvcmp/plugin.h"
+#include "harness/backends/plugin.h"
+#include "harness/replay/replay.h"
 
 #define ARGC(argv) ((int)(sizeof(argv) / sizeof(argv)[0]))
 
@@ -83,8 +83,8 @@ static void expect_refused(const char *kind, const char *needle) {
 }
 
 Test(plugin_loader, refuses_libraries_that_are_not_candidates) {
-    expect_refused("no_entry", "exports no kvcmp_plugin_entry() (see harness/kvcmp_plugin.h)");
-    expect_refused("null_table", "speaks plug-in ABI 0 (size 0); this kvcmp speaks 1: rebuild it against harness/kvcmp_plugin.h");
+    expect_refused("no_entry", "exports no kvcmp_plugin_entry() (see include/kvcmp/plugin.h)");
+    expect_refused("null_table", "speaks plug-in ABI 0 (size 0); this kvcmp speaks 1: rebuild it against include/kvcmp/plugin.h");
     char needle[128];
     snprintf(needle, sizeof needle, "speaks plug-in ABI 2 (size %zu); this kvcmp speaks 1", sizeof(kvcmp_plugin));
     expect_refused("wrong_abi", needle);

@@ -7,9 +7,9 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "../common/layout.h"
-#include "../harness/fuzz_gen.h"
-#include "../harness/history.h"
+#include "kvcmp/layout.h"
+#include "kvcmp/generate.h"
+#include "harness/fuzz/history.h"
 
 /* Feed one history three ways and require equal bytes. */
 static void check_history(const kvc_backend *backend, int version, int32_t ratio, int32_t head_dim, uint64_t seed) {

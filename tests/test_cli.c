@@ -1,22 +1,22 @@
-/* The kvcmp subcommands through their C entry points (harness/commands.h)
+/* The kvcmp subcommands through their C entry points (cli/commands.h)
  * and main's dispatch: exit codes, the lines a user reads (`N passed, M
  * failed`, FAIL lines with __REPRO, usage errors naming the bad option)
  * and the files written.  Output is captured with dup2; Criterion runs
  * every test in its own process, so the redirection cannot leak. */
 #include <sys/stat.h>
 
-#include "test_support.h"
+#include "tests/test_support.h"
 
-#include "../common/validate.h"
-#include "../harness/commands.h"
-#include "../harness/backends.h"
-#include "../harness/fuzz_run.h"
-#include "../harness/replay.h"
+#include "kvcmp/validate.h"
+#include "cli/commands.h"
+#include "kvcmp/backends.h"
+#include "harness/fuzz/run.h"
+#include "harness/replay/replay.h"
 
 /* main.c's dispatch, compiled here under another name: its usage lines
  * are what a user sees on a mistyped command. */
 #define main kvcmp_main
-#include "../harness/main.c"
+#include "cli/main.c"
 #undef main
 
 #define ARGC(argv) ((int)(sizeof(argv) / sizeof(argv)[0]))

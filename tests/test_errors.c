@@ -10,18 +10,18 @@
 #include <dlfcn.h>
 #include <omp.h>
 
-#include "test_support.h"
+#include "tests/test_support.h"
 
-#include "../common/npy.h"
-#include "../common/validate.h"
-#include "../harness/backends.h"
-#include "../harness/compare.h"
-#include "../harness/fuzz_run.h"
-#include "../harness/fuzz_shrink.h"
-#include "../harness/history.h"
-#include "../harness/plugin.h"
-#include "../harness/replay.h"
-#include "../harness/run_case.h"
+#include "kvcmp/npy.h"
+#include "kvcmp/validate.h"
+#include "kvcmp/backends.h"
+#include "kvcmp/compare.h"
+#include "harness/fuzz/run.h"
+#include "kvcmp/shrink.h"
+#include "harness/fuzz/history.h"
+#include "harness/backends/plugin.h"
+#include "harness/replay/replay.h"
+#include "kvcmp/run.h"
 
 /* ---- .npy images ----------------------------------------------------------- */
 
@@ -277,7 +277,7 @@ Test(case_errors, stage_and_dtype_names) {
     cr_expect_eq(kvc_cache_dtype_from_name("bf8"), -1);
 }
 
-/* ---- stage binders (harness/run_case.c) ------------------------------------ */
+/* ---- stage binders (harness/compare/run_case.c) ------------------------------------ */
 
 typedef struct {
     const char *variant;
@@ -930,7 +930,7 @@ Test(plugin_errors, built_candidate_loads) {
     cr_expect_not_null(b->name);
 }
 
-/* ---- chunked histories that diverge (harness/history.c) ------------------ */
+/* ---- chunked histories that diverge (harness/fuzz/history.c) ------------------ */
 
 /* Candidates with a planted bug: the reference, then one flipped byte in
  * what the stage writes (the first kv_cache byte, the first latent value). */
@@ -1005,7 +1005,7 @@ Test(history_divergence, candidate_lacking_a_stage_is_skipped) {
     kvc_history_free(&h);
 }
 
-/* ---- shrinking a case that shows a planted bug (harness/fuzz_shrink.c) ---- */
+/* ---- shrinking a case that shows a planted bug (harness/fuzz/shrink.c) ---- */
 
 typedef struct {
     const kvc_backend *candidate;
@@ -1058,7 +1058,7 @@ Test(shrink_planted_bug, every_forward_and_compress_variant_shrinks, .timeout = 
     cr_expect_geq(shrunk, tried / 2, "only %d of %d cases got smaller", shrunk, tried);
 }
 
-/* ---- the fuzzer's verdict on one case (harness/fuzz_run.c) --------------- */
+/* ---- the fuzzer's verdict on one case (harness/fuzz/run.c) --------------- */
 
 /* Candidates with one planted flaw each. */
 static int plain_insert_then_scribble_padding(const kvc_v41_insert_args *a, kvc_error *err) {

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../common/formats.h"
+#include "kvcmp/formats.h"
 
 /* bf16 by comparing distances in double (exact for neighbouring floats). */
 static uint16_t bf16_by_distance(uint32_t bits) {

@@ -7,13 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/validate.h"
-#include "../harness/backends.h"
-#include "../harness/fuzz_gen.h"
-#include "../harness/fuzz_run.h"
-#include "../harness/fuzz_shrink.h"
-#include "../harness/plugin.h"
-#include "../harness/replay.h"
+#include "kvcmp/validate.h"
+#include "kvcmp/backends.h"
+#include "kvcmp/generate.h"
+#include "harness/fuzz/run.h"
+#include "kvcmp/shrink.h"
+#include "harness/backends/plugin.h"
+#include "harness/replay/replay.h"
 
 static int same_case(const kvc_case *a, const kvc_case *b) {
     if (a->stage != b->stage || a->num_tensors != b->num_tensors || a->compress_ratio != b->compress_ratio) return 0;

@@ -10,13 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/formats.h"
-#include "../common/kvcmp.h"
-#include "../common/layout.h"
-#include "../harness/replay.h"
-#include "../optimized/optimized.h"
-#include "../optimized/vector_arrays.h"
-#include "../reference/steps.h"
+#include "kvcmp/formats.h"
+#include "kvcmp/kvcmp.h"
+#include "kvcmp/layout.h"
+#include "harness/replay/replay.h"
+#include "optimized/optimized.h"
+#include "optimized/vector_arrays.h"
+#include "kvcmp/reference_steps.h"
 
 /* ---- Random numbers (xorshift64*, seeded per test: reproducible) ---- */
 

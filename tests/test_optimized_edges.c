@@ -8,12 +8,12 @@
  * counts leave tails after every 16-lane vector. */
 #include <omp.h>
 
-#include "test_support.h"
+#include "tests/test_support.h"
 
-#include "../harness/backends.h"
-#include "../harness/compare.h"
-#include "../harness/run_case.h"
-#include "../optimized/vector_arrays.h"
+#include "kvcmp/backends.h"
+#include "kvcmp/compare.h"
+#include "kvcmp/run.h"
+#include "optimized/vector_arrays.h"
 
 static const kvc_backend *optimized_or_skip(void) {
     char error[256];

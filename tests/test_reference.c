@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/formats.h"
-#include "../common/layout.h"
-#include "../reference/reference.h"
-#include "../reference/steps.h"
+#include "kvcmp/formats.h"
+#include "kvcmp/layout.h"
+#include "kvcmp/reference.h"
+#include "kvcmp/reference_steps.h"
 
 static uint32_t bits(float x) { return kvc_f32_bits(x); }
 

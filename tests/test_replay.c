@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../harness/replay.h"
+#include "harness/replay/replay.h"
 
 static void shared_path(const char *relative, char *out, size_t size) {
     const char *shared = getenv("KVCMP_SHARED");

@@ -11,14 +11,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../common/formats.h"
-#include "../harness/commands.h"
-#include "../harness/replay.h"
-#include "../harness/report.h"
-#include "../harness/report_corpus.h"
-#include "../harness/report_oracle.h"
-#include "../harness/report_svg.h"
-#include "../harness/run_case.h"
+#include "kvcmp/formats.h"
+#include "cli/commands.h"
+#include "harness/replay/replay.h"
+#include "harness/report/report.h"
+#include "harness/report/corpus.h"
+#include "harness/report/oracle.h"
+#include "harness/report/svg.h"
+#include "kvcmp/run.h"
 
 /* ---- the oracle ---------------------------------------------------- */
 

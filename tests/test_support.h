@@ -13,9 +13,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../common/case_io.h"
-#include "../harness/fuzz_gen.h"
-#include "../harness/run_case.h"
+#include "kvcmp/case.h"
+#include "kvcmp/generate.h"
+#include "kvcmp/run.h"
 
 /* ---- captured output ---------------------------------------------------- */
 

@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/case_io.h"
-#include "../common/validate.h"
-#include "../harness/run_case.h"
+#include "kvcmp/case.h"
+#include "kvcmp/validate.h"
+#include "kvcmp/run.h"
 
 static void load_spec_case(const char *relative, kvc_case *c) {
     const char *shared = getenv("KVCMP_SHARED");

@@ -21,9 +21,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "../common/formats.h"
-#include "../optimized/optimized.h"
-#include "../optimized/vector_arrays.h"
+#include "kvcmp/formats.h"
+#include "optimized/optimized.h"
+#include "optimized/vector_arrays.h"
 
 #define CHUNK ((uint64_t)1 << 14)     /* inputs per work item */
 #define MAX_PRINTED_FAILURES 100

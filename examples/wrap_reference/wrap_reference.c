@@ -4,7 +4,7 @@
  * slots that the caller resolved beforehand.  The two "kernels" below are
  * written that way (here they compute with the reference's own steps, so
  * the candidate must pass); the adapters under them are all it takes to
- * put such kernels behind the plug-in ABI (harness/kvcmp_plugin.h):
+ * put such kernels behind the plug-in ABI (include/kvcmp/plugin.h):
  * validate with the shared validators, resolve slots and strides, call.
  * Stages not wrapped here are passed straight through from the reference.
  *
@@ -13,12 +13,12 @@
 #include <math.h>
 #include <string.h>
 
-#include "../../common/formats.h"
-#include "../../common/layout.h"
-#include "../../common/validate.h"
-#include "../../reference/reference.h"
-#include "../../reference/steps.h"
-#include "kvcmp_plugin.h"
+#include "kvcmp/formats.h"
+#include "kvcmp/layout.h"
+#include "kvcmp/validate.h"
+#include "kvcmp/reference.h"
+#include "kvcmp/reference_steps.h"
+#include "kvcmp/plugin.h"
 
 /* ---- kernels in vLLM's calling convention ---------------------------- */
 

@@ -1,7 +1,7 @@
 /* Plug-in entry of a mutant: the (patched) reference stages behind the
  * plug-in ABI.  Copied next to the patched sources by mk/fuzz.mk. */
-#include "../reference/reference.h"
-#include "kvcmp_plugin.h"
+#include "kvcmp/reference.h"
+#include "kvcmp/plugin.h"
 
 static const kvcmp_plugin mutant = {
     .abi_version = KVCMP_PLUGIN_ABI_VERSION,

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <unistd.h>
 
-#include "../../harness/kvcmp_plugin.h"
+#include "kvcmp/plugin.h"
 
 #if defined(KIND_crash)
 static int crashing_insert(const kvc_v41_insert_args *a, kvc_error *err) {

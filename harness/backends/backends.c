@@ -1,0 +1,16 @@
+/* Backend lookup: see backends.h. */
+#include "kvcmp/backends.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "optimized/optimized.h"
+#include "harness/backends/plugin.h"
+
+const kvc_backend *kvc_backend_by_name(const char *name, char *error, size_t error_size) {
+    if (strcmp(name, "ref") == 0 || strcmp(name, "reference") == 0) return &kvc_reference_backend;
+    if (strcmp(name, "opt") == 0 || strcmp(name, "optimized") == 0) return kvc_optimized_backend_get(error, error_size);
+    if (strchr(name, '/') || strstr(name, ".so")) return kvc_plugin_load(name, error, error_size);
+    snprintf(error, error_size, "unknown implementation '%s' (ref, opt, or a path to a candidate .so)", name);
+    return NULL;
+}

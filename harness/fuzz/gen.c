@@ -1,0 +1,637 @@
+/* Scenario generator: see fuzz_gen.h.  Only integer draws and exact
+ * float operations (ldexpf, scaling by powers of two, fp32 adds of
+ * 24-bit fractions) make values, so a seed means the same bytes on every
+ * machine.  Sizes are kept small on average (a few tokens per case): the
+ * reference's correctly rounded exp makes big windows expensive. */
+#include "kvcmp/generate.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kvcmp/formats.h"
+#include "kvcmp/kvcmp.h"
+
+static const char *const family_names[KVC_FAM_COUNT] = {
+    "normal", "heavy_tail", "tiny", "pow2_edge", "fp8_ties", "exp_underflow",
+    "huge_scores", "nonfinite", "small_weight", "cancellation", "rounding_probe",
+};
+const char *kvc_family_name(int family) { return family >= 0 && family < KVC_FAM_COUNT ? family_names[family] : "?"; }
+
+uint32_t kvc_family_mask(const char *list, char *bad, size_t bad_size) {
+    uint32_t mask = 0;
+    char copy[512];
+    snprintf(copy, sizeof copy, "%s", list);
+    for (char *save = NULL, *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+        uint32_t matched = 0;
+        for (int f = 0; f < KVC_FAM_COUNT; f++)
+            if (strncmp(family_names[f], item, strlen(item)) == 0) matched |= 1u << f;
+        if (!matched) { snprintf(bad, bad_size, "%s", item); return 0; }
+        mask |= matched;
+    }
+    return mask;
+}
+
+/* Weights favour the cheap variants; D=512 R=128 windows cost 65536
+ * correctly rounded exps per closing token. */
+static const kvc_variant_info variants[] = {
+    {"v4.save_partial_states/d512/r4", KVC_STAGE_V4_SAVE_PARTIAL_STATES, 4, 512, -1, 4},
+    {"v4.save_partial_states/d512/r128", KVC_STAGE_V4_SAVE_PARTIAL_STATES, 128, 512, -1, 3},
+    {"v4.save_partial_states/d128/r4", KVC_STAGE_V4_SAVE_PARTIAL_STATES, 4, 128, -1, 3},
+    {"v4.save_partial_states/d128/r128", KVC_STAGE_V4_SAVE_PARTIAL_STATES, 128, 128, -1, 3},
+    {"v4.compress/d512/r4", KVC_STAGE_V4_COMPRESS, 4, 512, -1, 10},
+    {"v4.compress/d512/r128", KVC_STAGE_V4_COMPRESS, 128, 512, -1, 2},
+    {"v4.compress/d128/r4", KVC_STAGE_V4_COMPRESS, 4, 128, -1, 8},
+    {"v4.compress/d128/r128", KVC_STAGE_V4_COMPRESS, 128, 128, -1, 3},
+    {"v4.forward/d512/r4", KVC_STAGE_V4_FORWARD, 4, 512, -1, 8},
+    {"v4.forward/d512/r128", KVC_STAGE_V4_FORWARD, 128, 512, -1, 2},
+    {"v4.forward/d128/r4", KVC_STAGE_V4_FORWARD, 4, 128, -1, 6},
+    {"v4.forward/d128/r128", KVC_STAGE_V4_FORWARD, 128, 128, -1, 2},
+    {"v41.save_compress_norm/r1", KVC_STAGE_V41_SAVE_COMPRESS_NORM, 1, 512, -1, 6},
+    {"v41.save_compress_norm/r2", KVC_STAGE_V41_SAVE_COMPRESS_NORM, 2, 512, -1, 10},
+    {"v41.rope_quant_insert", KVC_STAGE_V41_ROPE_QUANT_INSERT, 0, 512, KVC_CACHE_FP8_DS_MLA, 8},
+    {"v41.rope_plain_insert/bf16", KVC_STAGE_V41_ROPE_PLAIN_INSERT, 0, 512, KVC_CACHE_BF16, 5},
+    {"v41.rope_plain_insert/fp8", KVC_STAGE_V41_ROPE_PLAIN_INSERT, 0, 512, KVC_CACHE_FP8_E4M3, 5},
+    {"v41.forward/r1", KVC_STAGE_V41_FORWARD, 1, 512, KVC_CACHE_FP8_DS_MLA, 4},
+    {"v41.forward/r2", KVC_STAGE_V41_FORWARD, 2, 512, KVC_CACHE_FP8_DS_MLA, 8},
+    {"history.v4", -1, 0, 0, -1, 2},
+    {"history.v41", -1, 0, 512, -1, 3},
+};
+#define NUM_VARIANTS ((int)(sizeof variants / sizeof variants[0]))
+
+int kvc_variant_count(void) { return NUM_VARIANTS; }
+const kvc_variant_info *kvc_variant(int index) { return &variants[index]; }
+
+uint64_t kvc_variant_mask(const char *list, char *bad, size_t bad_size) {
+    uint64_t mask = 0;
+    char copy[1024];
+    snprintf(copy, sizeof copy, "%s", list);
+    for (char *save = NULL, *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+        uint64_t matched = 0;
+        for (int v = 0; v < NUM_VARIANTS; v++)
+            if (strncmp(variants[v].name, item, strlen(item)) == 0) matched |= 1ull << v;
+        if (!matched) { snprintf(bad, bad_size, "%s", item); return 0; }
+        mask |= matched;
+    }
+    return mask;
+}
+
+/* ---- values ---------------------------------------------------------- */
+
+/* C leaves the order of a call's arguments unspecified, so no
+ * expression below makes two draws whose order would matter: that would
+ * tie the cases to one compiler. */
+
+/* Roughly N(0, 1): a sum of three 21-bit uniforms from one draw, exact
+ * in fp32 (value generation dominates the fuzzer's own time). */
+static float normal(kvc_rng *r) {
+    uint64_t x = kvc_rng_next(r);
+    float a = (float)(x & 0x1FFFFF), b = (float)((x >> 21) & 0x1FFFFF), c = (float)(x >> 43);
+    return ((a + b + c) * 0x1p-21f - 1.5f) * 2.0f;
+}
+
+/* x * 2^k with k drawn from [lo, hi] after x. */
+static float scaled(kvc_rng *r, float x, int lo, int hi) { return ldexpf(x, (int)kvc_rng_range(r, lo, hi)); }
+static float random_sign(kvc_rng *r, float x) { return kvc_rng_chance(r, 1, 2) ? x : -x; }
+
+static float nonfinite(kvc_rng *r) {
+    switch (kvc_rng_below(r, 4)) {
+    case 0: return kvc_f32_from_bits(0x7FC00000u);
+    case 1: return kvc_f32_from_bits(0xFFC00001u);   /* a negative NaN with payload */
+    case 2: return kvc_f32_from_bits(0x7F800000u);
+    default: return kvc_f32_from_bits(0xFF800000u);
+    }
+}
+
+/* fp32 subnormals and values straddling the fp8/bf16 grids. */
+static float grid_value(kvc_rng *r) {
+    switch (kvc_rng_below(r, 4)) {
+    case 0: return random_sign(r, kvc_f32_from_bits((uint32_t)kvc_rng_range(r, 1, 0x7FFFFF)));   /* fp32 subnormal */
+    case 1: return scaled(r, (float)kvc_rng_range(r, -31, 31), -14, 4);    /* 5-bit grid: fp8 ties */
+    case 2: return scaled(r, (float)kvc_rng_range(r, -511, 511), -12, 2);  /* 10-bit grid: bf16 ties */
+    default: return normal(r);
+    }
+}
+
+float kvc_gen_value(kvc_rng *r, int family, int role) {
+    if (role == KVC_ROLE_COS_SIN) return kvc_rng_unit(r) * 2.0f - 1.0f;
+    if (role == KVC_ROLE_WEIGHT) {
+        switch (family) {
+        case KVC_FAM_SMALL_WEIGHT: return scaled(r, 0.5f + kvc_rng_unit(r), -12, -5);
+        case KVC_FAM_TINY: return scaled(r, 0.5f + kvc_rng_unit(r), -24, -14);
+        case KVC_FAM_HEAVY_TAIL: return scaled(r, normal(r), -10, 10);
+        case KVC_FAM_NONFINITE: return kvc_rng_chance(r, 1, 400) ? nonfinite(r) : 1.0f + 0.1f * normal(r);
+        case KVC_FAM_POW2_EDGE: return scaled(r, 1.0f, -6, 3);
+        default: return 1.0f + 0.1f * normal(r);
+        }
+    }
+    if (role == KVC_ROLE_SCORE) {
+        switch (family) {
+        case KVC_FAM_EXP_UNDERFLOW: return normal(r) * 60.0f;
+        case KVC_FAM_HUGE_SCORES:
+            if (kvc_rng_chance(r, 1, 50)) return kvc_rng_chance(r, 1, 2) ? kvc_f32_from_bits(0x7F800000u) : kvc_f32_from_bits(0xFF800000u);
+            return scaled(r, normal(r), 60, 127);
+        case KVC_FAM_NONFINITE: return kvc_rng_chance(r, 1, 200) ? nonfinite(r) : normal(r) * 2.0f;
+        case KVC_FAM_FP8_TIES: return kvc_rng_chance(r, 1, 2) ? 0.0f : normal(r);   /* equal scores: means */
+        default: return normal(r) * 2.0f;
+        }
+    }
+    switch (family) {
+    case KVC_FAM_HEAVY_TAIL: return scaled(r, normal(r), -40, 40);
+    case KVC_FAM_TINY: return scaled(r, normal(r), -30, -16);
+    case KVC_FAM_POW2_EDGE: return scaled(r, kvc_rng_chance(r, 1, 2) ? 1.75f : -1.7578125f, -30, 8);
+    case KVC_FAM_FP8_TIES: return grid_value(r);
+    case KVC_FAM_NONFINITE: return kvc_rng_chance(r, 1, 200) ? nonfinite(r) : normal(r);
+    case KVC_FAM_CANCELLATION: {
+        float near_one = 1.0f + scaled(r, normal(r), -20, -8);
+        return random_sign(r, scaled(r, near_one, -12, 12));
+    }
+    default: return normal(r);
+    }
+}
+
+/* One 64-wide NoPE block of latent values for the insert stages: the
+ * block maximum sits exactly at 448*2^k (or one bf16 step above), the
+ * rest on fp8 ties and fp8 subnormals of that scale. */
+static void edge_block(kvc_rng *r, float *block, int family) {
+    int k = (int)kvc_rng_range(r, -24, 10);
+    for (int j = 0; j < KVC_QUANT_BLOCK; j++) {
+        float v;
+        if (family == KVC_FAM_FP8_TIES) {
+            /* midpoints between fp8 codes: odd multiples of 2^-4 (normal)
+             * or of 2^-10 (subnormal), scaled by 2^k */
+            v = kvc_rng_chance(r, 1, 3) ? ldexpf((float)(2 * kvc_rng_range(r, 0, 7) + 1), -10)
+                                         : ldexpf((float)(2 * kvc_rng_range(r, 16, 250) + 1), -5);
+        } else {
+            v = ldexpf(normal(r), 6);
+        }
+        block[j] = ldexpf(random_sign(r, v), k);
+    }
+    int top = (int)kvc_rng_below(r, KVC_QUANT_BLOCK);
+    float magnitude = kvc_rng_chance(r, 1, 2) ? 448.0f : 451.5f;   /* 451.5 = one bf16 step above 448 */
+    block[top] = ldexpf(random_sign(r, magnitude), k);
+}
+
+/* ---- case assembly --------------------------------------------------- */
+
+#define MAX_TOKENS 96
+#define MAX_REQUESTS 4
+
+typedef struct {
+    kvc_rng *r;
+    kvc_case *c;
+    int family;
+    int stage;
+    int32_t ratio, head_dim;
+    /* tokens */
+    int64_t T;
+    int num_requests;
+    int64_t pos[MAX_TOKENS];
+    int32_t req[MAX_TOKENS];
+    int64_t slot[MAX_TOKENS];
+    int64_t kv_slot[MAX_TOKENS];
+    int64_t start[MAX_REQUESTS], count[MAX_REQUESTS];
+} gen;
+
+static void *tensor(gen *g, const char *name, kvc_dtype dtype, int ndim, int64_t d0, int64_t d1, int64_t d2) {
+    int64_t shape[3] = {d0, d1, d2};
+    kvc_array a;
+    if (kvc_array_alloc(&a, dtype, ndim, shape)) return NULL;
+    if (kvc_case_put(g->c, name, &a)) { kvc_array_free(&a); return NULL; }
+    return a.data;
+}
+
+static void fill_values(gen *g, float *dst, int64_t n, int role) {
+    for (int64_t i = 0; i < n; i++) dst[i] = kvc_gen_value(g->r, g->family, role);
+}
+
+/* Random bytes: untouched rows must keep them, bit for bit. */
+static void fill_bytes(gen *g, void *dst, int64_t n) {
+    uint8_t *p = dst;
+    for (int64_t i = 0; i < n; i += 8) {
+        uint64_t v = kvc_rng_next(g->r);
+        memcpy(p + i, &v, (size_t)(n - i < 8 ? n - i : 8));
+    }
+}
+
+static void shuffle(kvc_rng *r, int64_t *v, int64_t n) {
+    for (int64_t i = n - 1; i > 0; i--) {
+        int64_t j = kvc_rng_below(r, i + 1), t = v[i];
+        v[i] = v[j];
+        v[j] = t;
+    }
+}
+
+static int closing(const gen *g, int64_t t) { return g->slot[t] >= 0 && (g->pos[t] + 1) % g->ratio == 0; }
+
+/* Requests with a history before this step and a chunk in it: chunked
+ * prefill, decode, or a speculative step of a few tokens. */
+static void plan_requests(gen *g, int max_history, int max_chunk) {
+    g->num_requests = (int)kvc_rng_range(g->r, 1, 3);
+    g->T = 0;
+    for (int q = 0; q < g->num_requests; q++) {
+        int64_t history = 0, n;
+        switch (kvc_rng_below(g->r, 4)) {
+        case 0: n = kvc_rng_range(g->r, 1, max_chunk); break;                                   /* prefill */
+        case 1: history = kvc_rng_range(g->r, 1, max_history); n = kvc_rng_range(g->r, 1, max_chunk); break;
+        case 2: history = kvc_rng_range(g->r, 0, max_history); n = 1; break;                    /* decode */
+        default: history = kvc_rng_range(g->r, 0, max_history); n = kvc_rng_range(g->r, 2, 4); break; /* spec */
+        }
+        if (g->ratio == 128 && kvc_rng_chance(g->r, 2, 3)) {
+            /* land one closing token in the chunk, at most one */
+            n = kvc_rng_range(g->r, 1, 3);
+            int64_t group = kvc_rng_range(g->r, 0, 2);
+            history = 128 * group + 127 - kvc_rng_below(g->r, n);
+        }
+        if (g->T + n > MAX_TOKENS - 4) n = 1;
+        g->start[q] = history;
+        g->count[q] = n;
+        for (int64_t i = 0; i < n; i++) {
+            g->pos[g->T] = history + i;
+            g->req[g->T] = q;
+            g->slot[g->T] = 0;   /* resolved later; negative = padding */
+            g->T++;
+        }
+    }
+}
+
+/* Padding tokens after the batch (position 0, slot -1). */
+static void append_padding(gen *g) {
+    int64_t extra = kvc_rng_chance(g->r, 1, 3) ? kvc_rng_range(g->r, 1, 3) : 0;
+    for (int64_t i = 0; i < extra && g->T < MAX_TOKENS; i++, g->T++) {
+        g->pos[g->T] = kvc_rng_chance(g->r, 1, 2) ? 0 : kvc_rng_below(g->r, 64);
+        g->req[g->T] = 0;
+        g->slot[g->T] = -1;
+        g->kv_slot[g->T] = -1;
+    }
+}
+
+static void put_positions(gen *g) {
+    int64_t *positions = tensor(g, "positions", KVC_DT_I8, 1, g->T, 0, 0);
+    int64_t *slots = tensor(g, "slot_mapping", KVC_DT_I8, 1, g->T, 0, 0);
+    memcpy(positions, g->pos, (size_t)g->T * 8);
+    memcpy(slots, g->slot, (size_t)g->T * 8);
+}
+
+/* Distinct output rows for closing tokens, -1 (or a random row, which no
+ * stage may write) for the others. */
+static int64_t assign_output_rows(gen *g, int64_t *rows_out, int64_t *page_rows) {
+    int64_t closing_count = 0;
+    for (int64_t t = 0; t < g->T; t++) closing_count += closing(g, t);
+    static const int64_t block_sizes[] = {1, 2, 4, 8, 16, 64};
+    int64_t kb = block_sizes[kvc_rng_below(g->r, 6)];
+    int64_t pages = (closing_count + kvc_rng_range(g->r, 0, 4) + kb - 1) / kb;
+    if (pages < 1) pages = 1;
+    int64_t rows = pages * kb;
+    int64_t *perm = malloc((size_t)rows * sizeof *perm);
+    for (int64_t i = 0; i < rows; i++) perm[i] = i;
+    shuffle(g->r, perm, rows);
+    int64_t next = 0;
+    for (int64_t t = 0; t < g->T; t++) {
+        if (closing(g, t)) g->kv_slot[t] = perm[next++];
+        else if (g->slot[t] >= 0 && kvc_rng_chance(g->r, 1, 4)) g->kv_slot[t] = kvc_rng_below(g->r, rows);
+        else g->kv_slot[t] = -1;
+    }
+    /* A closing position whose state slot is negative but whose output
+     * row is valid must be skipped (vLLM's CPU port compresses it): give
+     * some of those a free row of their own. */
+    for (int64_t t = 0; t < g->T && next < rows; t++)
+        if (g->slot[t] < 0 && (g->pos[t] + 1) % g->ratio == 0 && g->stage < KVC_STAGE_V41_SAVE_COMPRESS_NORM &&
+            kvc_rng_chance(g->r, 1, 2))
+            g->kv_slot[t] = perm[next++];
+    free(perm);
+    *rows_out = rows;
+    *page_rows = kb;
+    return pages;
+}
+
+static void put_cos_sin(gen *g) {
+    int64_t rows = 1;
+    for (int64_t t = 0; t < g->T; t++)
+        if (closing(g, t) && (g->pos[t] / g->ratio) * g->ratio + 1 > rows) rows = (g->pos[t] / g->ratio) * g->ratio + 1;
+    rows += kvc_rng_range(g->r, 0, 2 * g->ratio);
+    float *cos_sin = tensor(g, "cos_sin", KVC_DT_F4, 2, rows, 64, 0);
+    if (kvc_rng_chance(g->r, 1, 10)) {   /* the identity rotation */
+        for (int64_t i = 0; i < rows; i++)
+            for (int j = 0; j < 32; j++) { cos_sin[i * 64 + j] = 1.0f; cos_sin[i * 64 + 32 + j] = 0.0f; }
+    } else {
+        fill_values(g, cos_sin, rows * 64, KVC_ROLE_COS_SIN);
+    }
+}
+
+static float pick_eps(gen *g) {
+    static const float choices[] = {1e-6f, 1e-5f, 0.0f, 1e-3f, 1e-20f};
+    return choices[kvc_rng_below(g->r, 5)];
+}
+
+/* ---- V4 -------------------------------------------------------------- */
+
+static void gen_v4(gen *g) {
+    int coff = kvc_v4_coff(g->ratio);
+    int64_t width = (int64_t)coff * g->head_dim, window = (int64_t)coff * g->ratio;
+    plan_requests(g, g->ratio == 4 ? 40 : 300, g->ratio == 4 ? 10 : 4);
+    static const int64_t state_block_sizes[] = {1, 2, 3, 4, 8, 16};
+    int64_t bs = state_block_sizes[kvc_rng_below(g->r, 6)];
+    /* Physical pages only for the logical blocks a window or the chunk
+     * touches, drawn from a shuffled, sparse pool. */
+    int64_t lo_block[MAX_REQUESTS], hi_block[MAX_REQUESTS], needed = 0, max_blocks = 0;
+    for (int q = 0; q < g->num_requests; q++) {
+        int64_t lo = g->start[q] - window + 1;
+        lo_block[q] = (lo < 0 ? 0 : lo) / bs;
+        hi_block[q] = (g->start[q] + g->count[q] - 1) / bs;
+        needed += hi_block[q] - lo_block[q] + 1;
+        if (hi_block[q] + 1 > max_blocks) max_blocks = hi_block[q] + 1;
+    }
+    max_blocks += kvc_rng_range(g->r, 0, 2);
+    int64_t num_pages = needed + kvc_rng_range(g->r, 0, 3);
+    int64_t *pool = malloc((size_t)num_pages * sizeof *pool);
+    for (int64_t i = 0; i < num_pages; i++) pool[i] = i;
+    shuffle(g->r, pool, num_pages);
+    int32_t *table = tensor(g, "block_table", KVC_DT_I4, 2, g->num_requests, max_blocks, 0);
+    int64_t next = 0;
+    for (int q = 0; q < g->num_requests; q++)
+        for (int64_t col = 0; col < max_blocks; col++)
+            table[q * max_blocks + col] = col >= lo_block[q] && col <= hi_block[q]
+                                              ? (int32_t)pool[next++]
+                                              : (int32_t)kvc_rng_below(g->r, num_pages);   /* aliases, never read */
+    free(pool);
+    for (int64_t t = 0; t < g->T; t++) {
+        int q = g->req[t];
+        g->slot[t] = kvc_rng_chance(g->r, 1, 14) ? -1 : (int64_t)table[q * max_blocks + g->pos[t] / bs] * bs + g->pos[t] % bs;
+    }
+    append_padding(g);
+    put_positions(g);
+    float *state = tensor(g, "state_cache", KVC_DT_F4, 3, num_pages, bs, 2 * width);
+    for (int64_t row = 0; row < num_pages * bs; row++) {
+        fill_values(g, state + row * 2 * width, width, KVC_ROLE_KV);
+        fill_values(g, state + row * 2 * width + width, width, KVC_ROLE_SCORE);
+    }
+    if (g->stage != KVC_STAGE_V4_COMPRESS) {
+        fill_values(g, tensor(g, "kv", KVC_DT_F4, 2, g->T, width, 0), g->T * width, KVC_ROLE_KV);
+        fill_values(g, tensor(g, "score", KVC_DT_F4, 2, g->T, width, 0), g->T * width, KVC_ROLE_SCORE);
+        fill_values(g, tensor(g, "ape", KVC_DT_F4, 2, g->ratio, width, 0), g->ratio * width, KVC_ROLE_SCORE);
+    }
+    if (g->stage == KVC_STAGE_V4_SAVE_PARTIAL_STATES) return;
+    int64_t rows, kb;
+    int64_t kv_pages = assign_output_rows(g, &rows, &kb);
+    int32_t *token_to_req = tensor(g, "token_to_req", KVC_DT_I4, 1, g->T, 0, 0);
+    memcpy(token_to_req, g->req, (size_t)g->T * 4);
+    memcpy(tensor(g, "kv_slot_mapping", KVC_DT_I8, 1, g->T, 0, 0), g->kv_slot, (size_t)g->T * 8);
+    fill_values(g, tensor(g, "norm_weight", KVC_DT_F4, 1, g->head_dim, 0, 0), g->head_dim, KVC_ROLE_WEIGHT);
+    put_cos_sin(g);
+    int64_t row_bytes = g->head_dim == 512 ? 584 : 132;
+    fill_bytes(g, tensor(g, "kv_cache", KVC_DT_U1, 3, kv_pages, kb, row_bytes), kv_pages * kb * row_bytes);
+    g->c->has_cache_dtype = 1;
+    g->c->cache_dtype = g->head_dim == 512 ? KVC_CACHE_FP8_DS_MLA : KVC_CACHE_FP8_INDEXER;
+}
+
+/* ---- V4.1 ------------------------------------------------------------ */
+
+static void put_latent_values(gen *g, uint16_t *latent, int64_t tokens) {
+    float row[512];
+    for (int64_t t = 0; t < tokens; t++) {
+        fill_values(g, row, 512, KVC_ROLE_LATENT);
+        if (g->family == KVC_FAM_POW2_EDGE || g->family == KVC_FAM_FP8_TIES)
+            for (int b = 0; b < 7; b++)
+                if (kvc_rng_chance(g->r, 3, 4)) edge_block(g->r, row + b * 64, g->family);
+        for (int d = 0; d < 512; d++) latent[t * 512 + d] = kvc_bf16_from_f32(row[d]);
+    }
+}
+
+static void put_norm_weight_bf16(gen *g) {
+    uint16_t *w = tensor(g, "norm_weight", KVC_DT_U2, 1, 512, 0, 0);
+    for (int d = 0; d < 512; d++) w[d] = kvc_bf16_from_f32(kvc_gen_value(g->r, g->family, KVC_ROLE_WEIGHT));
+}
+
+/* R = 2: one ring block per request, chunks of consecutive positions. */
+static void plan_v41_ring(gen *g) {
+    static const int64_t caps[] = {8, 16, 32};
+    int64_t cap = caps[kvc_rng_below(g->r, 3)];
+    plan_requests(g, 60, kvc_rng_chance(g->r, 1, 8) ? (int)cap + 6 : 10);
+    int64_t num_blocks = g->num_requests + kvc_rng_range(g->r, 0, 2);
+    int64_t blocks[MAX_REQUESTS + 3];
+    for (int64_t i = 0; i < num_blocks; i++) blocks[i] = i;
+    shuffle(g->r, blocks, num_blocks);
+    for (int64_t t = 0; t < g->T; t++)
+        g->slot[t] = kvc_rng_chance(g->r, 1, 16) ? -1 : blocks[g->req[t]] * cap + g->pos[t] % cap;
+    int64_t real_tokens = g->T;
+    append_padding(g);
+    for (int64_t t = real_tokens; t < g->T; t++) g->req[t] = (int32_t)kvc_rng_below(g->r, 5);   /* ignored */
+    int32_t *qsl = tensor(g, "query_start_loc", KVC_DT_I4, 1, g->num_requests + 1, 0, 0);
+    qsl[0] = 0;
+    for (int q = 0; q < g->num_requests; q++) qsl[q + 1] = qsl[q] + (int32_t)g->count[q];
+    memcpy(tensor(g, "token_to_req", KVC_DT_I4, 1, g->T, 0, 0), g->req, (size_t)g->T * 4);
+    float *ring = tensor(g, "state_cache", KVC_DT_F4, 3, num_blocks, cap, 1024);
+    for (int64_t row = 0; row < num_blocks * cap; row++) {
+        fill_values(g, ring + row * 1024, 512, KVC_ROLE_KV);
+        fill_values(g, ring + row * 1024 + 512, 512, KVC_ROLE_SCORE);
+    }
+}
+
+/* R = 1: independent tokens; slot_mapping only marks them valid. */
+static void plan_v41_plain(gen *g) {
+    g->T = kvc_rng_range(g->r, 1, 6);
+    g->num_requests = 1;
+    for (int64_t t = 0; t < g->T; t++) {
+        g->pos[t] = kvc_rng_below(g->r, 300);
+        g->req[t] = 0;
+        g->slot[t] = kvc_rng_chance(g->r, 1, 8) ? -1 : t;
+    }
+}
+
+static void put_kv_cache_v41(gen *g, kvc_cache_dtype dtype) {
+    int64_t rows, kb;
+    int64_t pages = assign_output_rows(g, &rows, &kb);
+    int64_t width = dtype == KVC_CACHE_FP8_DS_MLA ? 584 : 512;
+    kvc_dtype element = dtype == KVC_CACHE_BF16 ? KVC_DT_U2 : KVC_DT_U1;
+    void *cache = tensor(g, "kv_cache", element, 3, pages, kb, width);
+    fill_bytes(g, cache, pages * kb * width * kvc_dtype_size(element));
+    g->c->has_cache_dtype = 1;
+    g->c->cache_dtype = dtype;
+    if (dtype == KVC_CACHE_FP8_E4M3) {
+        float *scale = tensor(g, "fp8_scale", KVC_DT_F4, 1, 1, 0, 0);
+        scale[0] = kvc_rng_chance(g->r, 1, 2) ? scaled(g->r, 1.0f, -12, 6) : scaled(g->r, 0.5f + kvc_rng_unit(g->r), -10, 4);
+    }
+}
+
+static void gen_v41_norm(gen *g, int forward) {
+    if (g->ratio == 2) plan_v41_ring(g);
+    else plan_v41_plain(g);
+    if (forward && g->ratio == 1) {
+        /* R = 1 forward inserts at slot_mapping: rows must be distinct */
+        int64_t rows, kb;
+        int64_t pages = assign_output_rows(g, &rows, &kb);
+        for (int64_t t = 0; t < g->T; t++) g->slot[t] = g->slot[t] >= 0 ? g->kv_slot[t] : -1;
+        void *cache = tensor(g, "kv_cache", KVC_DT_U1, 3, pages, kb, 584);
+        fill_bytes(g, cache, pages * kb * 584);
+        g->c->has_cache_dtype = 1;
+        g->c->cache_dtype = KVC_CACHE_FP8_DS_MLA;
+    }
+    put_positions(g);
+    fill_values(g, tensor(g, "kv_score", KVC_DT_F4, 2, g->T, 512 * g->ratio, 0), g->T * 512 * g->ratio, KVC_ROLE_KV);
+    if (g->ratio == 2) {   /* the score half of each row */
+        float *rows = kvc_case_get(g->c, "kv_score")->data;
+        for (int64_t t = 0; t < g->T; t++) fill_values(g, rows + t * 1024 + 512, 512, KVC_ROLE_SCORE);
+    }
+    put_norm_weight_bf16(g);
+    fill_bytes(g, tensor(g, "latent", KVC_DT_U2, 2, g->T, 512, 0), g->T * 1024);
+    if (!forward) return;
+    if (g->ratio == 2) {
+        put_kv_cache_v41(g, KVC_CACHE_FP8_DS_MLA);
+        memcpy(tensor(g, "kv_slot_mapping", KVC_DT_I8, 1, g->T, 0, 0), g->kv_slot, (size_t)g->T * 8);
+    }
+    put_cos_sin(g);
+}
+
+static void gen_v41_insert(gen *g, kvc_cache_dtype dtype) {
+    g->ratio = (int32_t)kvc_rng_range(g->r, 1, 2);
+    g->c->compress_ratio = g->ratio;
+    g->T = kvc_rng_range(g->r, 1, 8);
+    g->num_requests = 1;
+    for (int64_t t = 0; t < g->T; t++) {
+        g->pos[t] = kvc_rng_below(g->r, 400);
+        g->slot[t] = kvc_rng_chance(g->r, 1, 8) ? -1 : 0;
+    }
+    put_kv_cache_v41(g, dtype);
+    for (int64_t t = 0; t < g->T; t++) g->slot[t] = g->kv_slot[t];
+    put_positions(g);
+    put_latent_values(g, tensor(g, "latent", KVC_DT_U2, 2, g->T, 512, 0), g->T);
+    put_cos_sin(g);
+}
+
+/* ---- invalid metadata ------------------------------------------------ */
+
+/* Index of a random token satisfying pred, or -1. */
+static int64_t pick_token(gen *g, const int64_t *slots, int need_closing) {
+    int64_t found[MAX_TOKENS], n = 0;
+    for (int64_t t = 0; t < g->T; t++)
+        if (slots[t] >= 0 && (!need_closing || (g->pos[t] + 1) % g->ratio == 0)) found[n++] = t;
+    return n ? found[kvc_rng_below(g->r, n)] : -1;
+}
+
+/* Corrupt one piece of metadata so the stage must reject the case (or,
+ * when the corrupted token is never read, must ignore it). */
+static void corrupt(gen *g, char *what, size_t what_size) {
+    kvc_case *c = g->c;
+    kvc_array *slots = kvc_case_get(c, "slot_mapping"), *kv_slots = kvc_case_get(c, "kv_slot_mapping");
+    kvc_array *positions = kvc_case_get(c, "positions"), *table = kvc_case_get(c, "block_table");
+    kvc_array *qsl = kvc_case_get(c, "query_start_loc"), *t2r = kvc_case_get(c, "token_to_req");
+    kvc_array *cos_sin = kvc_case_get(c, "cos_sin"), *scale = kvc_case_get(c, "fp8_scale");
+    int64_t *s = slots->data;
+    for (int attempt = 0; attempt < 8; attempt++) {
+        int64_t t;
+        switch (kvc_rng_below(g->r, 10)) {
+        case 0:
+            if ((t = pick_token(g, s, 0)) < 0) break;
+            s[t] += 1000000;
+            snprintf(what, what_size, "slot_mapping[%lld] out of range", (long long)t);
+            return;
+        case 1:
+            if (!kv_slots || (t = pick_token(g, kv_slots->data, 1)) < 0) break;
+            ((int64_t *)kv_slots->data)[t] = 1 << 30;
+            snprintf(what, what_size, "kv_slot_mapping[%lld] out of range", (long long)t);
+            return;
+        case 2: {
+            int64_t *target = kv_slots ? kv_slots->data : s;
+            int64_t a = pick_token(g, target, 1), b = pick_token(g, target, 1);
+            if (a < 0 || a == b || b < 0 || c->stage == KVC_STAGE_V41_SAVE_COMPRESS_NORM) break;
+            target[b] = target[a];
+            snprintf(what, what_size, "two writers of one row (%lld, %lld)", (long long)a, (long long)b);
+            return;
+        }
+        case 3:
+            if (!table || !table->count) break;
+            t = kvc_rng_below(g->r, table->count);
+            ((int32_t *)table->data)[t] = kvc_rng_chance(g->r, 1, 2) ? -1 : 1 << 20;
+            snprintf(what, what_size, "block_table entry out of range");
+            return;
+        case 4:
+            if (!t2r || (t = pick_token(g, s, 1)) < 0) break;
+            ((int32_t *)t2r->data)[t] = kvc_rng_chance(g->r, 1, 2) ? -1 : 7;
+            snprintf(what, what_size, "token_to_req[%lld] wrong", (long long)t);
+            return;
+        case 5:
+            if ((t = pick_token(g, s, 0)) < 0) break;
+            ((int64_t *)positions->data)[t] = kvc_rng_chance(g->r, 1, 2) ? -1 - kvc_rng_below(g->r, 5) : ((int64_t)1 << 41);
+            snprintf(what, what_size, "positions[%lld] out of range", (long long)t);
+            return;
+        case 6:
+            if (!cos_sin || cos_sin->shape[0] < 2) break;
+            cos_sin->shape[0] = kvc_rng_range(g->r, 0, 1) ? 1 : cos_sin->shape[0] / 2;
+            cos_sin->count = cos_sin->shape[0] * 64;
+            snprintf(what, what_size, "cos_sin table too short");
+            return;
+        case 7:
+            if (!qsl || qsl->count < 2) break;
+            t = kvc_rng_range(g->r, 0, qsl->count - 1);
+            ((int32_t *)qsl->data)[t] += kvc_rng_chance(g->r, 1, 2) ? 3 : -2;
+            snprintf(what, what_size, "query_start_loc corrupted");
+            return;
+        case 8:
+            if (!scale) break;
+            ((float *)scale->data)[0] = kvc_rng_chance(g->r, 1, 2) ? 0.0f : kvc_f32_from_bits(0x7F800000u);
+            snprintf(what, what_size, "fp8_scale not finite and > 0");
+            return;
+        default:
+            if (c->stage < KVC_STAGE_V41_SAVE_COMPRESS_NORM || c->compress_ratio != 2 || (t = pick_token(g, s, 0)) < 0) break;
+            s[t] ^= 1;   /* ring row no longer p % CAP */
+            snprintf(what, what_size, "slot_mapping[%lld] not at ring row p %% CAP", (long long)t);
+            return;
+        }
+    }
+    c->eps = kvc_rng_chance(g->r, 1, 2) ? -1.0f : kvc_f32_from_bits(0x7FC00000u);
+    snprintf(what, what_size, "eps out of range");
+}
+
+/* ---- entry points ---------------------------------------------------- */
+
+static int pick_variant(kvc_rng *r, uint64_t mask) {
+    int total = 0;
+    for (int v = 0; v < NUM_VARIANTS; v++)
+        if (!mask || (mask >> v & 1)) total += variants[v].weight;
+    int64_t x = kvc_rng_below(r, total);
+    for (int v = 0; v < NUM_VARIANTS; v++) {
+        if (mask && !(mask >> v & 1)) continue;
+        if (x < variants[v].weight) return v;
+        x -= variants[v].weight;
+    }
+    return 0;
+}
+
+int kvc_gen_make_from(const kvc_gen_config *config, kvc_rng *r, kvc_gen_case *out) {
+    memset(out, 0, sizeof *out);
+    out->variant = pick_variant(r, config->variant_mask);
+    out->family = (int)kvc_rng_below(r, KVC_FAM_COUNT);
+    while (config->family_mask && !(config->family_mask >> out->family & 1)) out->family = (out->family + 1) % KVC_FAM_COUNT;
+    const kvc_variant_info *v = &variants[out->variant];
+    if (v->stage < 0) { out->history = 1; return 0; }
+    gen g = {.r = r, .c = &out->c, .family = out->family, .stage = v->stage, .ratio = v->compress_ratio, .head_dim = v->head_dim};
+    out->c.stage = (kvc_stage)v->stage;
+    out->c.compress_ratio = v->compress_ratio;
+    out->c.head_dim = v->head_dim;
+    switch (v->stage) {
+    case KVC_STAGE_V4_SAVE_PARTIAL_STATES:
+    case KVC_STAGE_V4_COMPRESS:
+    case KVC_STAGE_V4_FORWARD: gen_v4(&g); break;
+    case KVC_STAGE_V41_SAVE_COMPRESS_NORM: gen_v41_norm(&g, 0); break;
+    case KVC_STAGE_V41_FORWARD: gen_v41_norm(&g, 1); break;
+    default: gen_v41_insert(&g, (kvc_cache_dtype)v->cache_dtype); break;
+    }
+    out->c.eps = pick_eps(&g);
+    if (out->family == KVC_FAM_ROUNDING_PROBE) kvc_probe_apply(r, &out->c);
+    if (config->invalid_per_mille && kvc_rng_below(r, 1000) < config->invalid_per_mille)
+        corrupt(&g, out->invalid, sizeof out->invalid);
+    snprintf(out->c.source, sizeof out->c.source, "kvcmp-fuzz seed %llu variant %s family %s%s%s",
+             (unsigned long long)config->seed, v->name, family_names[out->family], out->invalid[0] ? " invalid: " : "",
+             out->invalid);
+    return 0;
+}
+
+int kvc_gen_make(const kvc_gen_config *config, int64_t index, kvc_gen_case *out) {
+    kvc_rng r;
+    kvc_rng_seed(&r, config->seed, (uint64_t)index);
+    return kvc_gen_make_from(config, &r, out);
+}
+
+void kvc_gen_free(kvc_gen_case *g) { kvc_case_free(&g->c); }

@@ -1,0 +1,246 @@
+/* One fuzz case, differential and metamorphic: see fuzz_run.h. */
+#include "harness/fuzz/run.h"
+
+#include <omp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kvcmp/validate.h"
+
+int kvc_backend_has_stage(const kvc_backend *b, const kvc_case *c) {
+    switch (c->stage) {
+    case KVC_STAGE_V4_SAVE_PARTIAL_STATES: return b->v4_save_partial_states != NULL;
+    case KVC_STAGE_V4_COMPRESS: return b->v4_compress != NULL;
+    case KVC_STAGE_V4_FORWARD: return b->v4_save_partial_states && b->v4_compress;
+    case KVC_STAGE_V41_SAVE_COMPRESS_NORM: return b->v41_save_compress_norm != NULL;
+    case KVC_STAGE_V41_ROPE_QUANT_INSERT: return b->v41_rope_quant_insert != NULL;
+    case KVC_STAGE_V41_ROPE_PLAIN_INSERT: return b->v41_rope_plain_insert != NULL;
+    case KVC_STAGE_V41_FORWARD: return b->v41_save_compress_norm && b->v41_rope_quant_insert;
+    default: return 0;
+    }
+}
+
+static kvc_fuzz_outcome fail(kvc_fuzz_verdict *v, const char *kind, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static kvc_fuzz_outcome fail(kvc_fuzz_verdict *v, const char *kind, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    v->outcome = KVC_FUZZ_FAIL;
+    snprintf(v->kind, sizeof v->kind, "%s", kind);
+    vsnprintf(v->detail, sizeof v->detail, fmt, ap);
+    va_end(ap);
+    return KVC_FUZZ_FAIL;
+}
+
+static int run_with_threads(const kvc_backend *b, const kvc_case *c, const kvc_run_options *o, int threads, kvc_run_result *r) {
+    omp_set_num_threads(threads);
+    return kvc_run_case(b, c, o, r);
+}
+
+/* Differences between two results, "" when none fail the policy. */
+static int results_differ(const kvc_case *c, const kvc_run_result *a, const kvc_run_result *b, kvc_policy policy, char *out,
+                          size_t size) {
+    /* The classifying comparison formats a location for every element;
+     * identical outputs (nearly every case) skip it. */
+    int identical = a->num_outputs == b->num_outputs;
+    for (int i = 0; identical && i < a->num_outputs; i++) {
+        const kvc_array *x = &a->outputs[i].array, *y = &b->outputs[i].array;
+        identical = x->count == y->count && x->dtype == y->dtype &&
+                    memcmp(x->data, y->data, (size_t)x->count * (size_t)kvc_dtype_size(x->dtype)) == 0;
+    }
+    if (identical) return 0;
+    kvc_compare_report report;
+    kvc_compare_results(c, a, b, policy, &report);
+    if (!kvc_report_failed(&report)) return 0;
+    char summary[600];
+    kvc_report_summary(&report, summary, sizeof summary);
+    snprintf(out, size, "%.300s; first: %.300s", summary, report.has_first ? report.first : "-");
+    return 1;
+}
+
+/* A rejected input must leave every cache as it was (single stages; a
+ * forward may legitimately have run its first stage). */
+static int written_on_error(const kvc_case *c, const kvc_run_result *r, char *out, size_t size) {
+    if (c->stage == KVC_STAGE_V4_FORWARD || c->stage == KVC_STAGE_V41_FORWARD) return 0;
+    for (int i = 0; i < r->num_outputs; i++) {
+        kvc_array *input = kvc_case_get(c, r->outputs[i].name);
+        const kvc_array *got = &r->outputs[i].array;
+        if (!input || input->count != got->count) continue;
+        size_t bytes = (size_t)got->count * (size_t)kvc_dtype_size(got->dtype);
+        for (size_t k = 0; k < bytes; k++)
+            if (((uint8_t *)input->data)[k] != ((uint8_t *)got->data)[k]) {
+                snprintf(out, size, "%s byte %zu changed although the stage returned an error", r->outputs[i].name, k);
+                return 1;
+            }
+    }
+    return 0;
+}
+
+/* ---- physical-block permutation ------------------------------------ */
+
+typedef struct {
+    const char *cache;        /* paged tensor */
+    const char *slots[2];     /* slot tensors naming rows of it */
+    int block_table;          /* block_table names its pages */
+} paged_role;
+
+static int paged_roles(const kvc_case *c, paged_role roles[2]) {
+    int n = 0, v41 = c->stage >= KVC_STAGE_V41_SAVE_COMPRESS_NORM;
+    if (kvc_case_get(c, "state_cache"))
+        roles[n++] = (paged_role){"state_cache", {"slot_mapping", NULL}, !v41};
+    if (kvc_case_get(c, "kv_cache")) {
+        const char *kv_slots = kvc_case_get(c, "kv_slot_mapping") ? "kv_slot_mapping" : "slot_mapping";
+        roles[n++] = (paged_role){"kv_cache", {kv_slots, NULL}, 0};
+    }
+    return n;
+}
+
+/* Page i of the original lives at page perm[i] of the permuted case. */
+static void permute_pages(kvc_array *a, const int64_t *perm) {
+    int64_t pages = a->shape[0], page_bytes = a->count / (pages ? pages : 1) * kvc_dtype_size(a->dtype);
+    uint8_t *moved = malloc((size_t)(pages * page_bytes) + 1);
+    for (int64_t i = 0; i < pages; i++) memcpy(moved + perm[i] * page_bytes, (uint8_t *)a->data + i * page_bytes, (size_t)page_bytes);
+    memcpy(a->data, moved, (size_t)(pages * page_bytes));
+    free(moved);
+}
+static void unpermute_pages(kvc_array *a, const int64_t *perm) {
+    int64_t pages = a->shape[0], page_bytes = a->count / (pages ? pages : 1) * kvc_dtype_size(a->dtype);
+    uint8_t *back = malloc((size_t)(pages * page_bytes) + 1);
+    for (int64_t i = 0; i < pages; i++) memcpy(back + i * page_bytes, (uint8_t *)a->data + perm[i] * page_bytes, (size_t)page_bytes);
+    memcpy(a->data, back, (size_t)(pages * page_bytes));
+    free(back);
+}
+
+static void permute_case(kvc_case *c, const paged_role *role, const int64_t *perm) {
+    kvc_array *cache = kvc_case_get(c, role->cache);
+    int64_t rows = cache->shape[1];
+    permute_pages(cache, perm);
+    for (int s = 0; s < 2 && role->slots[s]; s++) {
+        kvc_array *slots = kvc_case_get(c, role->slots[s]);
+        if (!slots) continue;
+        int64_t *v = slots->data;
+        for (int64_t t = 0; t < slots->count; t++)
+            if (v[t] >= 0 && v[t] / rows < cache->shape[0]) v[t] = perm[v[t] / rows] * rows + v[t] % rows;
+    }
+    kvc_array *table = role->block_table ? kvc_case_get(c, "block_table") : NULL;
+    if (table)
+        for (int64_t i = 0; i < table->count; i++) {
+            int32_t *b = (int32_t *)table->data + i;
+            if (*b >= 0 && *b < cache->shape[0]) *b = (int32_t)perm[*b];
+        }
+}
+
+static kvc_fuzz_outcome check_permutation(const kvc_fuzz_target *t, const kvc_case *c, const kvc_run_result *base,
+                                           const kvc_run_options *o, kvc_rng *rng, kvc_fuzz_verdict *v) {
+    kvc_case permuted;
+    if (kvc_case_copy(&permuted, c)) return KVC_FUZZ_PASS;
+    paged_role roles[2];
+    int n = paged_roles(c, roles);
+    int64_t *perms[2] = {NULL, NULL};
+    for (int i = 0; i < n; i++) {
+        int64_t pages = kvc_case_get(c, roles[i].cache)->shape[0];
+        perms[i] = malloc((size_t)(pages + 1) * sizeof **perms);
+        for (int64_t k = 0; k < pages; k++) perms[i][k] = k;
+        for (int64_t k = pages - 1; k > 0; k--) {
+            int64_t j = kvc_rng_below(rng, k + 1), x = perms[i][k];
+            perms[i][k] = perms[i][j];
+            perms[i][j] = x;
+        }
+        permute_case(&permuted, &roles[i], perms[i]);
+    }
+    kvc_run_result r;
+    run_with_threads(t->candidate, &permuted, o, t->threads, &r);
+    kvc_fuzz_outcome outcome = KVC_FUZZ_PASS;
+    if (r.status != base->status) {
+        outcome = fail(v, "permutation", "permuting physical blocks changed the status: %s -> %s (%s)", kvc_status_name(base->status),
+                       kvc_status_name(r.status), r.error.message);
+    } else if (r.status == KVC_OK) {
+        for (int o_i = 0; o_i < r.num_outputs; o_i++)
+            for (int i = 0; i < n; i++)
+                if (strcmp(r.outputs[o_i].name, roles[i].cache) == 0) unpermute_pages(&r.outputs[o_i].array, perms[i]);
+        char diff[700];
+        if (results_differ(c, base, &r, KVC_POLICY_EXACT, diff, sizeof diff))
+            outcome = fail(v, "permutation", "permuting physical blocks changed logical outputs: %s", diff);
+    }
+    kvc_run_result_free(&r);
+    for (int i = 0; i < n; i++) free(perms[i]);
+    kvc_case_free(&permuted);
+    return outcome;
+}
+
+/* ---- the check ------------------------------------------------------ */
+
+static kvc_fuzz_outcome compare_runs(const kvc_fuzz_target *t, const kvc_case *c, kvc_run_result *ref, kvc_run_result *cand,
+                                     kvc_fuzz_verdict *v) {
+    char detail[700];
+    if (cand->padding_touched) return fail(v, "padding", "%s", cand->padding_message);
+    if (ref->status != cand->status)
+        return fail(v, "status", "reference returned %s (%s), candidate returned %s (%s)", kvc_status_name(ref->status),
+                    ref->status ? ref->error.message : "ok", kvc_status_name(cand->status), cand->status ? cand->error.message : "ok");
+    if (ref->status != KVC_OK) {
+        if (written_on_error(c, ref, detail, sizeof detail)) return fail(v, "written-on-error", "reference: %s", detail);
+        if (written_on_error(c, cand, detail, sizeof detail)) return fail(v, "written-on-error", "candidate: %s", detail);
+        if (results_differ(c, ref, cand, KVC_POLICY_EXACT, detail, sizeof detail))
+            return fail(v, "written-on-error", "after the same error: %s", detail);
+        return KVC_FUZZ_PASS;
+    }
+    if (results_differ(c, ref, cand, t->policy, detail, sizeof detail)) return fail(v, "bytes", "%s", detail);
+    return KVC_FUZZ_PASS;
+}
+
+kvc_fuzz_outcome kvc_fuzz_check_case(const kvc_fuzz_target *t, const kvc_case *c, uint64_t salt, kvc_fuzz_verdict *v) {
+    memset(v, 0, sizeof *v);
+    if (!kvc_backend_has_stage(t->candidate, c)) {
+        v->outcome = KVC_FUZZ_SKIP;
+        snprintf(v->detail, sizeof v->detail, "candidate %s has no %s", t->candidate->name, kvc_stage_name(c->stage));
+        return KVC_FUZZ_SKIP;
+    }
+    kvc_rng rng;
+    kvc_rng_seed(&rng, salt, 0x5A17);
+    kvc_run_options ref_options = {.page_padding = 0, .canary = 0xA5, .keep_outputs_on_error = 1};
+    kvc_run_options cand_options = {.page_padding = 64 * kvc_rng_range(&rng, 1, 3), .canary = (uint8_t)kvc_rng_below(&rng, 256),
+                                    .keep_outputs_on_error = 1};
+    if (t->replay_padding) {
+        cand_options.page_padding = t->replay_padding;
+        cand_options.canary = 0xA5;
+    }
+    kvc_run_result ref, cand;
+    kvc_run_case(t->reference, c, &ref_options, &ref);
+    run_with_threads(t->candidate, c, &cand_options, t->threads, &cand);
+    kvc_fuzz_outcome outcome = compare_runs(t, c, &ref, &cand, v);
+    int metamorphic = outcome == KVC_FUZZ_PASS && kvc_rng_below(&rng, 1000) < t->metamorphic_per_mille && !t->replay_padding;
+    if (metamorphic) {
+        /* The same call with another thread count: 1 against N. */
+        int other_threads = t->threads == 1 ? 2 : 1;
+        kvc_run_result other;
+        run_with_threads(t->candidate, c, &cand_options, other_threads, &other);
+        char diff[700];
+        if (other.status != cand.status)
+            outcome = fail(v, "threads", "%d thread(s) returned %s, %d thread(s) %s", other_threads, kvc_status_name(other.status),
+                           t->threads, kvc_status_name(cand.status));
+        else if (other.status == KVC_OK && results_differ(c, &cand, &other, KVC_POLICY_EXACT, diff, sizeof diff))
+            outcome = fail(v, "threads", "%d thread(s) vs %d thread(s): %s", t->threads, other_threads, diff);
+        kvc_run_result_free(&other);
+    }
+    if (metamorphic && outcome == KVC_FUZZ_PASS && cand.status == KVC_OK)
+        outcome = check_permutation(t, c, &cand, &cand_options, &rng, v);
+    omp_set_num_threads(t->threads);
+    kvc_run_result_free(&ref);
+    kvc_run_result_free(&cand);
+    return outcome;
+}
+
+int kvc_fuzz_add_expected(const kvc_backend *reference, kvc_case *c) {
+    kvc_run_result r;
+    kvc_run_options o = {.page_padding = 0, .canary = 0xA5};
+    if (kvc_run_case(reference, c, &o, &r) != KVC_OK) { kvc_run_result_free(&r); return -1; }
+    for (int i = 0; i < r.num_outputs; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "%.40s.out", r.outputs[i].name);
+        kvc_case_put(c, name, &r.outputs[i].array);
+        r.outputs[i].array.data = NULL;
+    }
+    r.num_outputs = 0;
+    return 0;
+}

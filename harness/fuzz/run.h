@@ -1,0 +1,38 @@
+/* Running one generated case: the reference and the candidate on the
+ * same input, every byte compared (canary-filled caches, page padding on
+ * the candidate's side), plus the metamorphic checks that need no second
+ * implementation: thread count and physical-block permutation. */
+#ifndef KVCMP_FUZZ_RUN_H
+#define KVCMP_FUZZ_RUN_H
+
+#include "kvcmp/compare.h"
+#include "kvcmp/rng.h"
+
+typedef struct {
+    const kvc_backend *reference;
+    const kvc_backend *candidate;
+    kvc_policy policy;
+    int threads;              /* OpenMP threads of the candidate's calls */
+    int metamorphic_per_mille;/* cases that also get the thread/permutation checks */
+    int64_t replay_padding;   /* > 0: run as `kvcmp replay --page-padding N` does
+                                 (canary 0xA5, no metamorphic checks) */
+} kvc_fuzz_target;
+
+typedef enum { KVC_FUZZ_PASS = 0, KVC_FUZZ_FAIL = 1, KVC_FUZZ_SKIP = 2 } kvc_fuzz_outcome;
+
+typedef struct {
+    kvc_fuzz_outcome outcome;
+    char kind[32];            /* status, bytes, padding, written-on-error, threads, permutation, chunking */
+    char detail[900];
+} kvc_fuzz_verdict;
+
+/* 1 when the backend implements the stage(s) of the case. */
+int kvc_backend_has_stage(const kvc_backend *backend, const kvc_case *c);
+/* salt picks the padding, the canary and whether the metamorphic checks
+ * run, so a case index reproduces the same check. */
+kvc_fuzz_outcome kvc_fuzz_check_case(const kvc_fuzz_target *target, const kvc_case *c, uint64_t salt, kvc_fuzz_verdict *verdict);
+/* The reference's outputs as NAME.out tensors, to make a case a fixture
+ * (nothing is added when the reference rejects the case). */
+int kvc_fuzz_add_expected(const kvc_backend *reference, kvc_case *c);
+
+#endif

@@ -1,0 +1,224 @@
+/* kvcmp replay: see replay.h. */
+#include "harness/replay/replay.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "kvcmp/validate.h"
+#include "kvcmp/backends.h"
+
+static int push(char ***dirs, int *count, int *capacity, const char *dir) {
+    if (*count == *capacity) {
+        *capacity = *capacity ? 2 * *capacity : 64;
+        char **grown = realloc(*dirs, (size_t)*capacity * sizeof **dirs);
+        if (!grown) return -1;
+        *dirs = grown;
+    }
+    (*dirs)[(*count)++] = strdup(dir);
+    return 0;
+}
+
+static void walk(const char *path, char ***dirs, int *count, int *capacity) {
+    if (kvc_is_case_dir(path)) { push(dirs, count, capacity, path); return; }
+    DIR *d = opendir(path);
+    if (!d) return;
+    struct dirent *entry;
+    while ((entry = readdir(d)) != NULL) {
+        if (entry->d_name[0] == '.') continue;
+        char child[4096];
+        snprintf(child, sizeof child, "%s/%s", path, entry->d_name);
+        struct stat st;
+        if (stat(child, &st) == 0 && S_ISDIR(st.st_mode)) walk(child, dirs, count, capacity);
+    }
+    closedir(d);
+}
+
+static int compare_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+int kvc_find_cases(const char *path, char ***dirs) {
+    int count = 0, capacity = 0;
+    *dirs = NULL;
+    walk(path, dirs, &count, &capacity);
+    if (count) qsort(*dirs, (size_t)count, sizeof **dirs, compare_names);
+    return count;
+}
+
+void kvc_free_case_list(char **dirs, int count) {
+    for (int i = 0; i < count; i++) free(dirs[i]);
+    free(dirs);
+}
+
+void kvc_case_source_label(const kvc_case *c, char *out, size_t size) {
+    size_t n = strcspn(c->source, " :(");
+    if (n == 0) { snprintf(out, size, "unknown"); return; }
+    if (n >= size) n = size - 1;
+    memcpy(out, c->source, n);
+    out[n] = 0;
+}
+
+static kvc_source_tally *tally_for(kvc_replay_totals *totals, const char *source) {
+    for (int i = 0; i < totals->num_sources; i++)
+        if (strcmp(totals->sources[i].source, source) == 0) return &totals->sources[i];
+    if (totals->num_sources == KVC_REPLAY_MAX_SOURCES) return &totals->sources[KVC_REPLAY_MAX_SOURCES - 1];
+    kvc_source_tally *t = &totals->sources[totals->num_sources++];
+    snprintf(t->source, sizeof t->source, "%s", source);
+    return t;
+}
+
+static int case_has_expected_outputs(const kvc_case *c) {
+    for (int i = 0; i < c->num_tensors; i++) {
+        size_t n = strlen(c->tensors[i].name);
+        if (n > 4 && strcmp(c->tensors[i].name + n - 4, ".out") == 0) return 1;
+    }
+    return 0;
+}
+
+/* 0 when the stage rejected the case and left every output byte as it was. */
+static int expected_rejection(const kvc_case *c, const kvc_run_result *result, char *detail, size_t size) {
+    if (result->status == KVC_OK) {
+        snprintf(detail, size, "the case has no expected outputs (an input to reject), but the stage accepted it");
+        return 1;
+    }
+    for (int i = 0; i < result->num_outputs; i++) {
+        const kvc_array *input = kvc_case_get(c, result->outputs[i].name);
+        size_t bytes = input ? (size_t)input->count * (size_t)kvc_dtype_size(input->dtype) : 0;
+        if (!input || memcmp(input->data, result->outputs[i].array.data, bytes) != 0) {
+            snprintf(detail, size, "rejected (%s) but wrote %s", kvc_status_name(result->status), result->outputs[i].name);
+            return 1;
+        }
+    }
+    if (result->padding_touched) { snprintf(detail, size, "rejected, but %s", result->padding_message); return 1; }
+    snprintf(detail, size, "rejected as expected, nothing written: %s: %s", kvc_status_name(result->status), result->error.message);
+    return 0;
+}
+
+static const char *policy_name(kvc_policy policy) { return policy == KVC_POLICY_VLLM ? "vllm" : "exact"; }
+
+int kvc_replay_case(const char *dir, const kvc_replay_options *options, kvc_replay_totals *totals,
+                    kvc_compare_report *report_out) {
+    kvc_case c;
+    char error[512], label[64] = "unreadable";
+    kvc_compare_report report;
+    memset(&report, 0, sizeof report);
+    int failed = 1;
+    char detail[1400];
+    if (kvc_case_load(dir, &c, error, sizeof error)) {
+        snprintf(detail, sizeof detail, "cannot load case: %s", error);
+    } else {
+        kvc_case_source_label(&c, label, sizeof label);
+        kvc_run_options run = {.page_padding = options->page_padding, .canary = 0xA5, .keep_outputs_on_error = 1};
+        kvc_run_result result;
+        int rc = kvc_run_case(options->backend, &c, &run, &result);
+        if (!case_has_expected_outputs(&c)) {
+            /* A case with no NAME.out tensors records an input every
+             * implementation must reject without writing (SPEC.md 8). */
+            failed = expected_rejection(&c, &result, detail, sizeof detail);
+        } else if (rc) {
+            snprintf(detail, sizeof detail, "stage returned %s: %s", kvc_status_name(rc), result.error.message);
+        } else if (result.padding_touched) {
+            snprintf(detail, sizeof detail, "%s", result.padding_message);
+        } else {
+            kvc_compare_outputs(&c, &result, options->policy, &report);
+            failed = kvc_report_failed(&report);
+            char summary[700];
+            kvc_report_summary(&report, summary, sizeof summary);
+            if (failed) snprintf(detail, sizeof detail, "%s; first: %s", summary, report.has_first ? report.first : "-");
+            else snprintf(detail, sizeof detail, "%s", summary[0] ? summary : "bit-exact");
+        }
+        kvc_run_result_free(&result);
+        kvc_case_free(&c);
+    }
+    kvc_source_tally *tally = tally_for(totals, label);
+    if (failed) { totals->failed++; tally->failed++; }
+    else { totals->passed++; tally->passed++; }
+    if (options->silent) {
+        if (report_out) *report_out = report;
+        return failed;
+    }
+    if (failed || !options->quiet) printf("%s [%s] %s: %s\n", failed ? "FAIL" : "PASS", label, dir, detail);
+    if (failed)
+        printf("  __REPRO: build/kvcmp replay --impl %s --policy %s %s\n", options->impl_name, policy_name(options->policy), dir);
+    fflush(stdout);
+    if (report_out) *report_out = report;
+    return failed;
+}
+
+static void usage(void) {
+    fprintf(stderr,
+            "usage: kvcmp replay [--impl ref|opt|LIB.so] [--policy exact|vllm] [--page-padding BYTES] [--quiet] PATH...\n"
+            "  PATH is a case directory (with case.json) or a tree of them; options may also follow\n"
+            "  the paths, and every argument after -- is a path.\n");
+}
+
+static int parse_replay_arguments(int argc, char **argv, kvc_replay_options *options_out, char **paths, int *num_paths);
+static int replay_paths(char **paths, int num_paths, kvc_replay_options *options_in);
+
+int kvc_cmd_replay(int argc, char **argv) {
+    kvc_replay_options options = {.impl_name = "ref", .policy = KVC_POLICY_EXACT};
+    /* Options may come before or after the paths (`replay DIR --impl opt`
+     * must not replay with the reference); after "--" everything is a
+     * path. */
+    char **paths = calloc((size_t)argc + 1, sizeof *paths);
+    if (!paths) { fprintf(stderr, "kvcmp replay: out of memory\n"); return 2; }
+    int num_paths = 0, status = parse_replay_arguments(argc, argv, &options, paths, &num_paths);
+    if (status == 0) status = replay_paths(paths, num_paths, &options);
+    free(paths);
+    return status;
+}
+
+/* Fills options and the list of paths; 0, or 2 after printing why. */
+static int parse_replay_arguments(int argc, char **argv, kvc_replay_options *options_out, char **paths, int *num_paths) {
+    kvc_replay_options options = *options_out;
+    int only_paths = 0;
+    for (int i = 0; i < argc; i++) {
+        if (only_paths || argv[i][0] != '-') { paths[(*num_paths)++] = argv[i]; continue; }
+        if (strcmp(argv[i], "--") == 0) { only_paths = 1; continue; }
+        if (strcmp(argv[i], "--impl") == 0 && i + 1 < argc) options.impl_name = argv[++i];
+        else if (strcmp(argv[i], "--policy") == 0 && i + 1 < argc) {
+            const char *p = argv[++i];
+            if (strcmp(p, "exact") == 0) options.policy = KVC_POLICY_EXACT;
+            else if (strcmp(p, "vllm") == 0) options.policy = KVC_POLICY_VLLM;
+            else { fprintf(stderr, "kvcmp replay: unknown policy '%s' (exact or vllm)\n", p); return 2; }
+        } else if (strcmp(argv[i], "--page-padding") == 0 && i + 1 < argc) {
+            options.page_padding = atoll(argv[++i]);
+            if (options.page_padding < 0 || options.page_padding % 64) { fprintf(stderr, "kvcmp replay: --page-padding must be a non-negative multiple of 64\n"); return 2; }
+        } else if (strcmp(argv[i], "--quiet") == 0) options.quiet = 1;
+        else {
+            fprintf(stderr, "kvcmp replay: unknown option '%s' (or one without its value)\n", argv[i]);
+            usage();
+            return 2;
+        }
+    }
+    if (*num_paths == 0) { usage(); return 2; }
+    *options_out = options;
+    return 0;
+}
+
+/* Replays every case under the paths; 0 when all passed, else 1 (2 when
+ * the backend cannot be loaded). */
+static int replay_paths(char **paths, int num_paths, kvc_replay_options *options_in) {
+    kvc_replay_options options = *options_in;
+    char error[512];
+    options.backend = kvc_backend_by_name(options.impl_name, error, sizeof error);
+    if (!options.backend) { fprintf(stderr, "kvcmp replay: %s\n", error); return 2; }
+    kvc_replay_totals totals;
+    memset(&totals, 0, sizeof totals);
+    for (int i = 0; i < num_paths; i++) {
+        char **dirs;
+        int n = kvc_find_cases(paths[i], &dirs);
+        if (n == 0) {
+            fprintf(stderr, "kvcmp replay: no case directory (with case.json) under %s\n", paths[i]);
+            totals.failed++;
+        }
+        for (int k = 0; k < n; k++) kvc_replay_case(dirs[k], &options, &totals, NULL);
+        kvc_free_case_list(dirs, n);
+    }
+    if (totals.num_sources > 1)
+        for (int i = 0; i < totals.num_sources; i++)
+            printf("source %-24s %d passed, %d failed\n", totals.sources[i].source, totals.sources[i].passed, totals.sources[i].failed);
+    printf("%d passed, %d failed\n", totals.passed, totals.failed);
+    return totals.failed ? 1 : 0;
+}

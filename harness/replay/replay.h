@@ -1,0 +1,42 @@
+/* kvcmp replay: run case directories through a backend and compare. */
+#ifndef KVCMP_REPLAY_H
+#define KVCMP_REPLAY_H
+
+#include "kvcmp/compare.h"
+
+typedef struct {
+    const kvc_backend *backend;
+    const char *impl_name;        /* as given on the command line, for __REPRO */
+    kvc_policy policy;
+    int64_t page_padding;
+    int quiet;                    /* print only failures and the summary */
+    int silent;                   /* print nothing (the caller reports) */
+} kvc_replay_options;
+
+/* Per-source tallies, for "counted per source" summaries. */
+#define KVC_REPLAY_MAX_SOURCES 32
+typedef struct {
+    char source[64];
+    int passed, failed;
+} kvc_source_tally;
+
+typedef struct {
+    int passed, failed;
+    int num_sources;
+    kvc_source_tally sources[KVC_REPLAY_MAX_SOURCES];
+} kvc_replay_totals;
+
+/* Collect every case directory under path (itself, or a tree), sorted.
+ * Returns the count; *dirs is malloc'ed (free with kvc_free_case_list). */
+int kvc_find_cases(const char *path, char ***dirs);
+void kvc_free_case_list(char **dirs, int count);
+
+/* Replay one case: 0 pass, 1 fail.  Prints one line (and __REPRO on fail). */
+int kvc_replay_case(const char *dir, const kvc_replay_options *options, kvc_replay_totals *totals,
+                    kvc_compare_report *report_out);
+/* The source label of a case: the first word of case.json "source". */
+void kvc_case_source_label(const kvc_case *c, char *out, size_t size);
+
+int kvc_cmd_replay(int argc, char **argv);
+
+#endif

@@ -1,0 +1,169 @@
+/* kvcmp report: precision of the reference against an MPFR oracle, and
+ * parity of upstream implementations' cases with the reference.  The two
+ * analyses fill the structures below; report_render.c writes them as
+ * Markdown, a self-contained HTML page with SVG plots, and JSON. */
+#ifndef KVCMP_REPORT_H
+#define KVCMP_REPORT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "kvcmp/case.h"
+
+/* ---- error statistics ------------------------------------------------ */
+
+/* Histogram bins of an error e >= 0 (ulps or format steps):
+ * bin 0: e == 0; bin 1: (0, 1/2]; bin 2: (1/2, 1]; bin k >= 3: (2^(k-3), 2^(k-2)];
+ * the last bin also takes everything larger. */
+#define KVC_HIST_BINS 24
+/* Error against magnitude: one bin per binade of |exact|, 2^-40 .. 2^40. */
+#define KVC_MAG_BINS 80
+#define KVC_MAG_MIN_EXP (-40)
+
+typedef enum { KVC_UNIT_F32_ULPS, KVC_UNIT_BF16_ULPS, KVC_UNIT_FP8_STEPS, KVC_UNIT_SCALE_STEPS } kvc_error_unit;
+
+typedef struct {
+    const char *name;         /* "pooled", "normed", "fp8 code", ... */
+    kvc_error_unit unit;
+    int64_t count;            /* elements compared */
+    int64_t exact;            /* elements equal to the ideal (exactly rounded) value */
+    int64_t nonfinite_mismatch; /* NaN/inf on one side only (not in the moments) */
+    double sum, max;
+    float *values;            /* finite errors, for percentiles */
+    int64_t capacity;
+    int64_t hist[KVC_HIST_BINS];
+    int64_t mag_count[KVC_MAG_BINS];
+    double mag_sum[KVC_MAG_BINS], mag_max[KVC_MAG_BINS];
+    char worst_where[200];    /* which case/element had the max */
+} kvc_error_stats;
+
+int kvc_hist_bin(double error);
+/* Text label of a bin: "0", "<=1/2", "<=1", "<=2", ... ">2^20". */
+void kvc_hist_bin_label(int bin, char *out, size_t size);
+/* Binade of a magnitude, clamped to the bin range; -1 for zero/non-finite. */
+int kvc_magnitude_bin(double magnitude);
+
+void kvc_stats_init(kvc_error_stats *s, const char *name, kvc_error_unit unit);
+/* Adds one comparison.  error < 0 or infinite: NaN/inf on one side only.
+ * equal: the value is the ideal one (for fp32 intermediates: the exactly
+ * rounded fp32 value, so an error of up to 1/2 ulp still counts as equal).
+ * magnitude: |exact| (for the error-vs-magnitude plot), 0 if none. */
+void kvc_stats_add(kvc_error_stats *s, double error, int equal, double magnitude, const char *where);
+void kvc_stats_free(kvc_error_stats *s);
+/* Percentile p in [0, 1] of the finite errors (sorts in place). */
+double kvc_stats_percentile(kvc_error_stats *s, double p);
+double kvc_stats_mean(const kvc_error_stats *s);
+const char *kvc_unit_name(kvc_error_unit unit);
+
+/* ---- precision ------------------------------------------------------- */
+
+typedef enum {
+    KVC_METRIC_POOLED,      /* fp32 pooled value (steps 1-3) */
+    KVC_METRIC_POOLED_SCALED, /* the same error in ulps of the weighted mean |kv| */
+    KVC_METRIC_NORMED,      /* fp32 normed value (steps 4-6) */
+    KVC_METRIC_ROPE,        /* fp32 RoPE output (step 7), before any store */
+    KVC_METRIC_ROPE_SCALED, /* the same error in ulps of |x_e cos| + |x_o sin| */
+    KVC_METRIC_STATE,       /* fp32 score + ape of a V4 state row */
+    KVC_METRIC_SCALE,       /* block scale exponent (UE8M0 byte / indexer fp32) */
+    KVC_METRIC_CODE,        /* fp8 code (NoPE blocks, indexer, plain fp8 rows) */
+    KVC_METRIC_BF16,        /* bf16 value stored in a cache (RoPE dims, plain rows) */
+    KVC_METRIC_LATENT,      /* bf16 latent of v41.save_compress_norm */
+    KVC_METRIC_COUNT
+} kvc_precision_metric;
+
+#define KVC_PRECISION_WORST 2
+
+typedef struct {
+    kvc_case c;               /* inputs and the reference's outputs (NAME.out) */
+    double score;             /* ranking: output distance first, then ulps */
+    char description[320];
+    char saved_dir[512];
+} kvc_worst_case;
+
+typedef struct {
+    char name[64];            /* "v4.compress D=512 R=4" */
+    char slug[64];            /* "v4.compress-d512-r4" */
+    int cases, rows;          /* cases run, output rows (closing tokens) checked */
+    int families_mask;        /* value families that ran */
+    kvc_error_stats metrics[KVC_METRIC_COUNT];
+    int num_worst;
+    kvc_worst_case worst[KVC_PRECISION_WORST];
+} kvc_precision_variant;
+
+typedef struct {
+    uint64_t seed;
+    int cases_per_family;
+    int num_variants;
+    kvc_precision_variant *variants;
+    double seconds;
+} kvc_precision_report;
+
+/* Runs the seeded corpus; out_dir receives the worst case directories. */
+int kvc_precision_run(uint64_t seed, int cases_per_family, const char *out_dir, kvc_precision_report *report);
+void kvc_precision_free(kvc_precision_report *report);
+/* One stage variant (kvc_corpus_variant) over the families in family_mask
+ * (bit i: kvc_corpus_family i); for the tests and for the loop above. */
+int kvc_precision_run_variant(int variant, unsigned family_mask, uint64_t seed, int cases_per_family, kvc_precision_variant *v);
+void kvc_precision_variant_free(kvc_precision_variant *v);
+
+/* ---- parity ---------------------------------------------------------- */
+
+typedef enum {
+    KVC_CAUSE_SCALE_FLOOR,      /* scale byte 114 where the contract floors the magnitude first */
+    KVC_CAUSE_SCALE_FOLLOWS,    /* a code of a block whose scale differs */
+    KVC_CAUSE_NAN,              /* NaN on one side, or NaN bits differ */
+    KVC_CAUSE_SUBNORMAL_FLUSH,  /* upstream zero where the contract keeps a subnormal */
+    KVC_CAUSE_LAST_BIT,         /* one step apart, no other explanation */
+    KVC_CAUSE_MULTI_STEP,       /* more than one step apart */
+    KVC_CAUSE_ROW_WRITTEN,      /* upstream wrote a row the contract leaves untouched */
+    KVC_CAUSE_ROW_SKIPPED,      /* upstream left a row the contract writes */
+    KVC_CAUSE_STAGE_ERROR,      /* the reference rejected or could not run the case */
+    KVC_CAUSE_COUNT
+} kvc_parity_cause;
+
+const char *kvc_parity_cause_name(kvc_parity_cause cause);
+
+/* Regions of the parity walk (like compare.h's, with the scale split out). */
+typedef enum {
+    KVC_PREGION_NOPE_CODE, KVC_PREGION_SCALE, KVC_PREGION_ROPE, KVC_PREGION_NOPE_BF16,
+    KVC_PREGION_STATE, KVC_PREGION_LATENT, KVC_PREGION_COUNT
+} kvc_parity_region;
+const char *kvc_parity_region_name(kvc_parity_region region);
+const char *kvc_parity_region_unit(kvc_parity_region region);
+
+#define KVC_PARITY_DIST_BINS 12   /* 0, 1, 2, 3-4, 5-8, ..., >512, NaN */
+
+typedef struct {
+    char source[64];
+    char stage[64];           /* stage name plus D/R, e.g. "v4.compress D=512 R=4" */
+    int cases, cases_identical;
+    int64_t bytes, bytes_identical;
+    int64_t elements[KVC_PREGION_COUNT], identical[KVC_PREGION_COUNT];
+    int64_t distance_hist[KVC_PREGION_COUNT][KVC_PARITY_DIST_BINS];
+    int64_t causes[KVC_CAUSE_COUNT];
+    char example[KVC_CAUSE_COUNT][240];   /* one case + element per cause */
+} kvc_parity_group;
+
+typedef struct {
+    int num_groups, capacity;
+    kvc_parity_group *groups;
+    int cases, cases_identical;
+    char paths[8][512];
+    int num_paths;
+} kvc_parity_report;
+
+int kvc_parity_dist_bin(int64_t distance);   /* distance < 0: the NaN bin */
+void kvc_parity_dist_label(int bin, char *out, size_t size);
+
+/* Adds every case under path to the report. */
+int kvc_parity_add_path(kvc_parity_report *report, const char *path);
+/* One loaded case (exposed for the tests). */
+void kvc_parity_add_case(kvc_parity_report *report, const kvc_case *c, const char *dir);
+void kvc_parity_free(kvc_parity_report *report);
+
+/* ---- rendering ------------------------------------------------------- */
+
+int kvc_render_precision(const kvc_precision_report *report, const char *out_dir);
+int kvc_render_parity(const kvc_parity_report *report, const char *out_dir);
+
+#endif

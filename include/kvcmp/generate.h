@@ -1,0 +1,87 @@
+/* The fuzzer's scenario generator: seeded, reproducible cases of every
+ * stage and variant, built as kvc_case structs in the interchange layout
+ * so a failing case can be saved (kvc_case_save) and replayed as is. */
+#ifndef KVCMP_FUZZ_GEN_H
+#define KVCMP_FUZZ_GEN_H
+
+#include "case.h"
+#include "rng.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Value families: each case draws all its data from one of them. */
+typedef enum {
+    KVC_FAM_NORMAL,
+    KVC_FAM_HEAVY_TAIL,
+    KVC_FAM_TINY,            /* magnitudes below the 1e-4 scale floor */
+    KVC_FAM_POW2_EDGE,       /* block maxima at 448*2^k and one bf16 step above */
+    KVC_FAM_FP8_TIES,        /* fp8 ties and fp8 subnormals after scaling */
+    KVC_FAM_EXP_UNDERFLOW,   /* score spreads past exp's range */
+    KVC_FAM_HUGE_SCORES,
+    KVC_FAM_NONFINITE,       /* NaN and +-Inf at a low rate */
+    KVC_FAM_SMALL_WEIGHT,    /* norm weights that put blocks under 448*2^-14 */
+    KVC_FAM_CANCELLATION,    /* magnitudes far apart: summation order shows */
+    KVC_FAM_ROUNDING_PROBE,  /* outputs placed exactly on bf16 ties */
+    KVC_FAM_COUNT
+} kvc_family;
+
+const char *kvc_family_name(int family);
+/* Families whose name starts with an item of the comma-separated list;
+ * 0 when an item matches none (copied to bad). */
+uint32_t kvc_family_mask(const char *list, char *bad, size_t bad_size);
+
+/* A variant: one stage with one geometry.  History variants are the
+ * multi-step chunking checks (harness/fuzz/history.h), not single cases. */
+typedef struct {
+    const char *name;        /* e.g. "v4.compress/d512/r4" */
+    int stage;               /* kvc_stage, or -1 for a history variant */
+    int32_t compress_ratio;
+    int32_t head_dim;
+    int cache_dtype;         /* kvc_cache_dtype for inserts, -1 otherwise */
+    int weight;              /* share of the default mix */
+} kvc_variant_info;
+
+int kvc_variant_count(void);
+const kvc_variant_info *kvc_variant(int index);
+/* Select variants whose name starts with any comma-separated item of
+ * list ("v4.compress,v41" ...).  Returns the mask, 0 if an item matched
+ * nothing (its name is copied to bad). */
+uint64_t kvc_variant_mask(const char *list, char *bad, size_t bad_size);
+
+typedef struct {
+    uint64_t seed;
+    uint64_t variant_mask;   /* 0 = all */
+    int invalid_per_mille;   /* cases whose metadata is corrupted on purpose */
+    uint32_t family_mask;    /* value families to draw from, 0 = all */
+} kvc_gen_config;
+
+typedef struct {
+    kvc_case c;
+    int variant;
+    int family;
+    char invalid[96];        /* corruption applied ("" = none) */
+    int history;             /* 1: a history variant; c is unused */
+} kvc_gen_case;
+
+/* Case `index` of the campaign (stream `index` of the seed). */
+int kvc_gen_make(const kvc_gen_config *config, int64_t index, kvc_gen_case *out);
+/* The same from an explicit random source (libFuzzer inputs). */
+int kvc_gen_make_from(const kvc_gen_config *config, kvc_rng *rng, kvc_gen_case *out);
+void kvc_gen_free(kvc_gen_case *g);
+
+/* Value drawing shared with the history driver. */
+float kvc_gen_value(kvc_rng *rng, int family, int role);
+enum { KVC_ROLE_KV, KVC_ROLE_SCORE, KVC_ROLE_WEIGHT, KVC_ROLE_LATENT, KVC_ROLE_COS_SIN };
+
+/* The rounding-probe construction (harness/fuzz/probe.c): rewrite some
+ * inputs of a generated case so that outputs land exactly on bf16 ties,
+ * where one ulp of difference in the pipeline flips a stored byte. */
+void kvc_probe_apply(kvc_rng *rng, kvc_case *c);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,46 @@
+/* Run one case's stage on a backend: bind the case's tensors to stage
+ * arguments (caches copied into paged buffers with optional padding
+ * between pages, the padding filled with canary bytes), call the backend,
+ * and hand back the output tensors in the case's own layout. */
+#ifndef KVCMP_RUN_CASE_H
+#define KVCMP_RUN_CASE_H
+
+#include "case.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    int64_t page_padding;   /* bytes of padding after every page (multiple of 64) */
+    uint8_t canary;         /* value of the padding bytes */
+    int keep_outputs_on_error;  /* also hand back the caches when the stage
+                                   rejects its input (to check that nothing
+                                   was written); not for "case:" errors */
+} kvc_run_options;
+
+#define KVC_MAX_OUTPUTS 4
+
+typedef struct {
+    int status;             /* KVC_OK or the stage's error code */
+    kvc_error error;
+    int num_outputs;
+    kvc_named_array outputs[KVC_MAX_OUTPUTS];   /* named like the inputs */
+    int padding_touched;    /* a byte of page padding changed */
+    char padding_message[256];
+} kvc_run_result;
+
+/* Returns the stage status (also in result->status).  A malformed case
+ * (missing tensor, wrong dtype or shape) is KVC_ERR_PARAM with a message
+ * beginning "case:". */
+int kvc_run_case(const kvc_backend *backend, const kvc_case *c, const kvc_run_options *options, kvc_run_result *result);
+void kvc_run_result_free(kvc_run_result *result);
+
+/* Names of the tensors a stage writes, in order; returns the count. */
+int kvc_stage_outputs(const kvc_case *c, const char **names);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Writes the linker version script of libkvcmp.so: every function and
+# object that the public headers declare (not their static inline
+# helpers) is global, everything else local.
+# Usage: tools/export_map.sh include/kvcmp/*.h > libkvcmp.map
+set -eu
+symbols=$(grep -hvE '^\s*(static|typedef|#|/?\*)' "$@" |
+    grep -oE '^(extern +)?(const +)?[A-Za-z_][A-Za-z0-9_ ]*[ *]+((kvc|ref)_[A-Za-z0-9_]+) *[(;]' |
+    grep -oE '(kvc|ref)_[A-Za-z0-9_]+ *[(;]$' | tr -d '(; ' | sort -u)
+echo "KVCMP_1 {"
+echo "  global:"
+for s in $symbols; do echo "    $s;"; done
+echo "  local: *;"
+echo "};"
