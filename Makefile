@@ -21,7 +21,7 @@ OPTIMIZED_SRC := $(wildcard optimized/*.c)
 HARNESS_SRC := $(filter-out harness/mutants/%,$(wildcard harness/*/*.c))
 # libkvcmp: everything but the front ends (cli/, python/, fuzz/).
 LIB_SRC := $(COMMON_SRC) $(REFERENCE_SRC) $(OPTIMIZED_SRC) $(HARNESS_SRC)
-TEST_SRC := $(wildcard tests/*/test_*.c tests/test_*.c)
+TEST_SRC := $(wildcard tests/*/test_*.c)
 PUBLIC_HEADERS := $(wildcard include/kvcmp/*.h)
 # Sources include public headers as "kvcmp/NAME.h" and internal ones by
 # their path from the repository root.
@@ -57,7 +57,7 @@ $(BUILD)/asan/optimized/%.o: optimized/%.c
 	$(Q)$(call say,CC,$<)$(CC) $(STD_FLAGS) $(TEST_OPT_FLAGS) $(SANITIZE) $(INCLUDES) $(AVX512_FLAGS) -MMD -c $< -o $@
 # The exhaustive 2^32 loops of the format tests are pure arithmetic that
 # the sanitizers cannot improve on; they build optimised to stay fast.
-$(BUILD)/asan/tests/test_formats.o: tests/test_formats.c
+$(BUILD)/asan/tests/formats/test_formats.o: tests/formats/test_formats.c
 	@mkdir -p $(dir $@)
 	$(Q)$(call say,CC,$<)$(CC) $(STD_FLAGS) -O2 $(INCLUDES) -MMD -c $< -o $@
 $(BUILD)/asan/%.o: %.c

@@ -1,0 +1,125 @@
+/* kvcmp fuzz through its C entry point: exit codes, summaries, files written. */
+#include <sys/stat.h>
+
+#include "tests/cli/cli_support.h"
+
+#include "kvcmp/validate.h"
+#include "cli/commands.h"
+#include "kvcmp/backends.h"
+#include "harness/fuzz/run.h"
+#include "harness/replay/replay.h"
+
+
+
+
+/* ---- fuzz ------------------------------------------------------------------------ */
+
+
+
+Test(cli_fuzz, usage_errors) {
+    char *shard[] = {"--shard", "4/4"};
+    expect_fuzz_usage_error(ARGC(shard), shard, "kvcmp fuzz: --shard takes I/N with 0 <= I < N");
+    char *shard_text[] = {"--shard", "one"};
+    expect_fuzz_usage_error(ARGC(shard_text), shard_text, "--shard takes I/N");
+    char *policy[] = {"--policy", "close"};
+    expect_fuzz_usage_error(ARGC(policy), policy, "kvcmp fuzz: unknown policy 'close' (exact or vllm)");
+    char *option[] = {"--fast", "1"};
+    expect_fuzz_usage_error(ARGC(option), option, "kvcmp fuzz: unknown option --fast");
+    char *missing[] = {"--cases"};
+    expect_fuzz_usage_error(ARGC(missing), missing, "kvcmp fuzz: --cases needs a value");
+    char *stage[] = {"--stage", "v5.compress"};
+    expect_fuzz_usage_error(ARGC(stage), stage, "kvcmp fuzz: --stage item 'v5.compress' matches no variant");
+    char *family[] = {"--family", "gaussian"};
+    expect_fuzz_usage_error(ARGC(family), family, "kvcmp fuzz: --family item 'gaussian' matches no value family");
+    char *candidate[] = {"--candidate", "fast", "--cases", "1"};
+    expect_fuzz_usage_error(ARGC(candidate), candidate, "kvcmp fuzz: unknown implementation 'fast'");
+}
+
+Test(cli_fuzz, help_and_list) {
+    char *help[] = {"--help"};
+    captured_run run = run_fuzz(ARGC(help), help);
+    cr_expect_eq(run.status, 0);
+    expect_contains(run.err, "usage: kvcmp fuzz [--seed S]", "stderr");
+    support_free_run(&run);
+    char *list[] = {"--list"};
+    run = run_fuzz(ARGC(list), list);
+    cr_expect_eq(run.status, 0);
+    expect_contains(run.out, "variants (--stage):\n  v4.save_partial_states/d512/r4\n", "stdout");
+    expect_contains(run.out, "value families (--family):\n", "stdout");
+    expect_contains(run.out, "  nonfinite", "stdout");
+    support_free_run(&run);
+}
+
+Test(cli_fuzz, tiny_campaign_writes_its_summary, .timeout = 60) {
+    char dir[64], json[128];
+    support_temp_dir(dir, sizeof dir);
+    snprintf(json, sizeof json, "%s/reports/fuzz.json", dir);   /* reports/ does not exist yet */
+    char *argv[] = {"--seed", "3", "--cases", "6", "--jobs", "1", "--candidate", "ref", "--stage", "v41.rope_plain,v4.save",
+                    "--family", "normal,tiny", "--invalid-rate", "500", "--metamorphic-rate", "0", "--save", "", "--json", json};
+    captured_run run = run_fuzz(ARGC(argv), argv);
+    cr_expect_eq(run.status, 0, "stdout:\n%s\nstderr:\n%s", run.out, run.err);
+    expect_contains(run.err, "kvcmp fuzz: seed 3, candidate ref, policy exact, 1 jobs x 1 threads, shard 0/1", "stderr");
+    expect_contains(run.err, "kvcmp fuzz: running 6 cases", "stderr");
+    expect_contains(run.out, "fuzz: 6 cases in ", "stdout");
+    expect_contains(run.out, "candidate ref, policy exact, seed 3: 0 failures", "stdout");
+    expect_contains(run.out, "per variant", "stdout");
+    cr_assert(support_file_exists(json), "%s not written", json);
+    char *text = support_read_file(json);
+    expect_contains(text, "\"format\": \"kvcmp-fuzz-summary/1\"", json);
+    expect_contains(text, "\"cases\": 6,", json);
+    expect_contains(text, "\"failures\": 0,", json);
+    expect_contains(text, "\"failure_list\": [\n  ]", json);
+    free(text);
+    support_free_run(&run);
+    support_remove_tree(dir);
+}
+
+Test(cli_fuzz, only_one_case_sharded_and_quiet, .timeout = 60) {
+    char *argv[] = {"--seed", "9", "--only", "2", "--candidate", "ref", "--policy", "vllm", "--threads", "2",
+                    "--shard", "1/3", "--quiet", "--json", ""};
+    captured_run run = run_fuzz(ARGC(argv), argv);
+    cr_expect_eq(run.status, 0, "stdout:\n%s", run.out);
+    cr_expect(strstr(run.err, "kvcmp fuzz: seed") == NULL, "--quiet printed the banner:\n%s", run.err);
+    expect_contains(run.out, "fuzz: 1 cases in ", "stdout");
+    expect_contains(run.out, "policy vllm, seed 9: 0 failures", "stdout");
+    support_free_run(&run);
+}
+
+Test(cli_fuzz, unwritable_json_is_reported) {
+    char *argv[] = {"--cases", "0", "--candidate", "ref", "--json", "/nonexistent/deeper/fuzz.json", "--quiet"};
+    captured_run run = run_fuzz(ARGC(argv), argv);
+    cr_expect_eq(run.status, 0);
+    expect_contains(run.err, "kvcmp fuzz: cannot write /nonexistent/deeper/fuzz.json", "stderr");
+    expect_contains(run.out, "fuzz: 0 cases in ", "stdout");
+    support_free_run(&run);
+}
+
+/* A planted bug, when make mutants has built it: the campaign must fail,
+ * print FAIL with a __REPRO line, save the shrunk case and list it. */
+Test(cli_fuzz, mutant_candidate_fails_and_is_saved, .timeout = 120) {
+    const char *mutant = "build/mutants/fp8_truncation.so";
+    if (!support_file_exists(mutant)) cr_skip_test("%s not built (make mutants)", mutant);
+    char dir[64], json[128], save[128];
+    support_temp_dir(dir, sizeof dir);
+    snprintf(json, sizeof json, "%s/fuzz.json", dir);
+    snprintf(save, sizeof save, "%s/saved", dir);
+    char *argv[] = {"--seed", "1", "--cases", "200", "--jobs", "1", "--candidate", (char *)mutant, "--stage", "v41.rope_quant",
+                    "--family", "normal,heavy_tail", "--invalid-rate", "10", "--metamorphic-rate", "100", "--max-failures", "1", "--shrink-seconds", "1", "--save", save, "--json", json, "--quiet"};
+    captured_run run = run_fuzz(ARGC(argv), argv);
+    cr_expect_eq(run.status, 1, "stdout:\n%s", run.out);
+    expect_contains(run.out, "FAIL case ", "stdout");
+    expect_contains(run.out, "  __REPRO: build/kvcmp fuzz --seed 1 --only ", "stdout");
+    expect_contains(run.out, " --invalid-rate 10 --metamorphic-rate 100 --stage v41.rope_quant --family normal,heavy_tail\n", "stdout");
+    expect_contains(run.out, "  shrunk case ", "stdout");
+    expect_contains(run.out, "__REPRO: build/kvcmp replay --impl build/mutants/fp8_truncation.so --policy exact --page-padding 64 ", "stdout");
+    char *text = support_read_file(json);
+    expect_contains(text, "\"failure_list\": [\n    {\"case\": ", json);
+    expect_contains(text, "\"first_failure_seconds\"", json);
+    free(text);
+    char **dirs;
+    int n = kvc_find_cases(save, &dirs);
+    cr_expect_geq(n, 1, "no case saved under %s", save);
+    kvc_free_case_list(dirs, n);
+    support_free_run(&run);
+    support_remove_tree(dir);
+}
