@@ -1,6 +1,7 @@
 # kvcmp build.  `make test` and `make fuzz` install missing Debian
 # packages first (make deps).  See README.md.
 
+SHELL := bash
 CC ?= gcc
 BUILD ?= build
 # The project's shared corpora (spec-cases, vllm-cases) live beside the repo.
