@@ -164,6 +164,10 @@ static void report_element(tensor_compare *tc, int64_t off, element *e) {
     }
     snprintf(r->first, sizeof r->first, "%s %s (%s) expected=0x%s got=0x%s", tc->name, described.where,
              region_names[e->region], ref_hex, got_hex);
+    snprintf(r->first_tensor, sizeof r->first_tensor, "%s", tc->name);
+    r->first_offset = off;
+    r->first_width = e->width;
+    r->first_region = e->region;
     r->has_first = 1;
 }
 

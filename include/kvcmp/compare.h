@@ -32,6 +32,10 @@ typedef struct {
     int64_t bytes_compared;
     int has_first;
     char first[320];                         /* the first failing element */
+    char first_tensor[48];                   /* its output tensor, */
+    int64_t first_offset;                    /* byte offset there, */
+    int first_width;                         /* width in bytes (1, 2 or 4) */
+    kvc_region first_region;
     int missing_expected;                    /* a NAME.out.npy was absent */
     char missing_name[64];
 } kvc_compare_report;

@@ -50,6 +50,9 @@ const kvc_variant_info *kvc_variant(int index);
  * nothing (its name is copied to bad). */
 uint64_t kvc_variant_mask(const char *list, char *bad, size_t bad_size);
 
+/* The share of cases `kvcmp fuzz` corrupts unless told otherwise. */
+#define KVC_GEN_DEFAULT_INVALID_PER_MILLE 20
+
 typedef struct {
     uint64_t seed;
     uint64_t variant_mask;   /* 0 = all */
