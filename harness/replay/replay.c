@@ -109,26 +109,32 @@ int kvc_replay_case(const char *dir, const kvc_replay_options *options, kvc_repl
         snprintf(detail, sizeof detail, "cannot load case: %s", error);
     } else {
         kvc_case_source_label(&c, label, sizeof label);
-        kvc_run_options run = {.page_padding = options->page_padding, .canary = 0xA5, .keep_outputs_on_error = 1};
-        kvc_run_result result;
-        int rc = kvc_run_case(options->backend, &c, &run, &result);
-        if (!case_has_expected_outputs(&c)) {
-            /* A case with no NAME.out tensors records an input every
-             * implementation must reject without writing (SPEC.md 8). */
-            failed = expected_rejection(&c, &result, detail, sizeof detail);
-        } else if (rc) {
-            snprintf(detail, sizeof detail, "stage returned %s: %s", kvc_status_name(rc), result.error.message);
-        } else if (result.padding_touched) {
-            snprintf(detail, sizeof detail, "%s", result.padding_message);
+        if (options->outputs_dir && kvc_load_outside_outputs(&c, options->outputs_dir, dir, error, sizeof error)) {
+            snprintf(detail, sizeof detail, "cannot read the outside outputs: %s", error);
+        } else if (options->outputs_dir || kvc_has_outside_outputs(&c)) {
+            failed = kvc_compare_outside(&c, options->policy, &report, detail, sizeof detail);
         } else {
-            kvc_compare_outputs(&c, &result, options->policy, &report);
-            failed = kvc_report_failed(&report);
-            char summary[700];
-            kvc_report_summary(&report, summary, sizeof summary);
-            if (failed) snprintf(detail, sizeof detail, "%s; first: %s", summary, report.has_first ? report.first : "-");
-            else snprintf(detail, sizeof detail, "%s", summary[0] ? summary : "bit-exact");
+            kvc_run_options run = {.page_padding = options->page_padding, .canary = 0xA5, .keep_outputs_on_error = 1};
+            kvc_run_result result;
+            int rc = kvc_run_case(options->backend, &c, &run, &result);
+            if (!case_has_expected_outputs(&c)) {
+                /* A case with no NAME.out tensors records an input every
+                 * implementation must reject without writing (SPEC.md 8). */
+                failed = expected_rejection(&c, &result, detail, sizeof detail);
+            } else if (rc) {
+                snprintf(detail, sizeof detail, "stage returned %s: %s", kvc_status_name(rc), result.error.message);
+            } else if (result.padding_touched) {
+                snprintf(detail, sizeof detail, "%s", result.padding_message);
+            } else {
+                kvc_compare_outputs(&c, &result, options->policy, &report);
+                failed = kvc_report_failed(&report);
+                char summary[700];
+                kvc_report_summary(&report, summary, sizeof summary);
+                if (failed) snprintf(detail, sizeof detail, "%s; first: %s", summary, report.has_first ? report.first : "-");
+                else snprintf(detail, sizeof detail, "%s", summary[0] ? summary : "bit-exact");
+            }
+            kvc_run_result_free(&result);
         }
-        kvc_run_result_free(&result);
         kvc_case_free(&c);
     }
     kvc_source_tally *tally = tally_for(totals, label);
@@ -139,7 +145,9 @@ int kvc_replay_case(const char *dir, const kvc_replay_options *options, kvc_repl
         return failed;
     }
     if (failed || !options->quiet) printf("%s [%s] %s: %s\n", failed ? "FAIL" : "PASS", label, dir, detail);
-    if (failed)
+    if (failed && options->outputs_dir)
+        printf("  __REPRO: build/kvcmp replay --outputs %s --policy %s %s\n", options->outputs_dir, policy_name(options->policy), dir);
+    else if (failed)
         printf("  __REPRO: build/kvcmp replay --impl %s --policy %s %s\n", options->impl_name, policy_name(options->policy), dir);
     fflush(stdout);
     if (report_out) *report_out = report;
@@ -149,8 +157,13 @@ int kvc_replay_case(const char *dir, const kvc_replay_options *options, kvc_repl
 static void usage(void) {
     fprintf(stderr,
             "usage: kvcmp replay [--impl ref|opt|LIB.so] [--policy exact|vllm] [--page-padding BYTES] [--quiet] PATH...\n"
+            "       kvcmp replay --outputs DIR [--policy exact|vllm] [--quiet] PATH...\n"
             "  PATH is a case directory (with case.json) or a tree of them; options may also follow\n"
-            "  the paths, and every argument after -- is a path.\n");
+            "  the paths, and every argument after -- is a path.\n"
+            "  --outputs DIR: the outputs of an implementation that ran elsewhere, output NAME of case\n"
+            "  directory .../CASE in DIR/CASE/NAME.npy (a case directory holding NAME.got.npy files is\n"
+            "  compared the same way without --outputs); the reference runs on the case's inputs and\n"
+            "  is the expected side.\n");
 }
 
 static int parse_replay_arguments(int argc, char **argv, kvc_replay_options *options_out, char **paths, int *num_paths);
@@ -177,6 +190,7 @@ static int parse_replay_arguments(int argc, char **argv, kvc_replay_options *opt
         if (only_paths || argv[i][0] != '-') { paths[(*num_paths)++] = argv[i]; continue; }
         if (strcmp(argv[i], "--") == 0) { only_paths = 1; continue; }
         if (strcmp(argv[i], "--impl") == 0 && i + 1 < argc) options.impl_name = argv[++i];
+        else if (strcmp(argv[i], "--outputs") == 0 && i + 1 < argc) options.outputs_dir = argv[++i];
         else if (strcmp(argv[i], "--policy") == 0 && i + 1 < argc) {
             const char *p = argv[++i];
             if (strcmp(p, "exact") == 0) options.policy = KVC_POLICY_EXACT;

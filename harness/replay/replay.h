@@ -11,6 +11,7 @@ typedef struct {
     int64_t page_padding;
     int quiet;                    /* print only failures and the summary */
     int silent;                   /* print nothing (the caller reports) */
+    const char *outputs_dir;      /* --outputs: outside outputs, see below */
 } kvc_replay_options;
 
 /* Per-source tallies, for "counted per source" summaries. */
@@ -36,6 +37,16 @@ int kvc_replay_case(const char *dir, const kvc_replay_options *options, kvc_repl
                     kvc_compare_report *report_out);
 /* The source label of a case: the first word of case.json "source". */
 void kvc_case_source_label(const kvc_case *c, char *out, size_t size);
+
+/* Outside outputs (harness/replay/outside.c): an implementation that
+ * ran elsewhere left its output NAME of the case directory .../CASE as
+ * OUTPUTS/CASE/NAME.npy (kvcmp replay --outputs OUTPUTS), or as
+ * NAME.got.npy inside the case directory; both load as the tensor
+ * "NAME.got".  The reference runs on the inputs and is "expected". */
+int kvc_load_outside_outputs(kvc_case *c, const char *outputs_dir, const char *case_dir, char *error, size_t error_size);
+int kvc_has_outside_outputs(const kvc_case *c);
+/* 0 pass, 1 fail, with the one-line verdict in detail. */
+int kvc_compare_outside(const kvc_case *c, kvc_policy policy, kvc_compare_report *report, char *detail, size_t size);
 
 int kvc_cmd_replay(int argc, char **argv);
 
