@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "kvcmp/case.h"
+#include "harness/compare/causes.h"
 
 /* ---- error statistics ------------------------------------------------ */
 
@@ -108,28 +109,7 @@ void kvc_precision_variant_free(kvc_precision_variant *v);
 
 /* ---- parity ---------------------------------------------------------- */
 
-typedef enum {
-    KVC_CAUSE_SCALE_FLOOR,      /* scale byte 114 where the contract floors the magnitude first */
-    KVC_CAUSE_SCALE_FOLLOWS,    /* a code of a block whose scale differs */
-    KVC_CAUSE_NAN,              /* NaN on one side, or NaN bits differ */
-    KVC_CAUSE_SUBNORMAL_FLUSH,  /* upstream zero where the contract keeps a subnormal */
-    KVC_CAUSE_LAST_BIT,         /* one step apart, no other explanation */
-    KVC_CAUSE_MULTI_STEP,       /* more than one step apart */
-    KVC_CAUSE_ROW_WRITTEN,      /* upstream wrote a row the contract leaves untouched */
-    KVC_CAUSE_ROW_SKIPPED,      /* upstream left a row the contract writes */
-    KVC_CAUSE_STAGE_ERROR,      /* the reference rejected or could not run the case */
-    KVC_CAUSE_COUNT
-} kvc_parity_cause;
-
-const char *kvc_parity_cause_name(kvc_parity_cause cause);
-
-/* Regions of the parity walk (like compare.h's, with the scale split out). */
-typedef enum {
-    KVC_PREGION_NOPE_CODE, KVC_PREGION_SCALE, KVC_PREGION_ROPE, KVC_PREGION_NOPE_BF16,
-    KVC_PREGION_STATE, KVC_PREGION_LATENT, KVC_PREGION_COUNT
-} kvc_parity_region;
-const char *kvc_parity_region_name(kvc_parity_region region);
-const char *kvc_parity_region_unit(kvc_parity_region region);
+/* Causes and regions: harness/compare/causes.h (one classifier for reports and signatures). */
 
 #define KVC_PARITY_DIST_BINS 12   /* 0, 1, 2, 3-4, 5-8, ..., >512, NaN */
 
