@@ -119,10 +119,9 @@ static int still_fails(const kvc_case *c, void *p) {
 }
 
 static void case_dir(const fuzz_options *o, const kvc_gen_case *g, int64_t index, char *out, size_t size) {
-    snprintf(out, size, "%s/fuzz-s%llu-c%lld-%s", o->save_dir, (unsigned long long)o->seed, (long long)index,
-             kvc_variant(g->variant)->name);
-    for (char *p = out + strlen(o->save_dir) + 1; *p; p++)
-        if (*p == '/') *p = '_';
+    char name[128];
+    kvc_gen_case_name(o->seed, index, g->variant, name, sizeof name);
+    snprintf(out, size, "%s/%s", o->save_dir, name);
 }
 
 /* Shrink, add the reference's outputs and save; the path goes to m->saved. */

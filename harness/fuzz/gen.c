@@ -635,3 +635,9 @@ int kvc_gen_make(const kvc_gen_config *config, int64_t index, kvc_gen_case *out)
 }
 
 void kvc_gen_free(kvc_gen_case *g) { kvc_case_free(&g->c); }
+
+void kvc_gen_case_name(uint64_t seed, int64_t index, int variant, char *out, size_t size) {
+    snprintf(out, size, "fuzz-s%llu-c%lld-%s", (unsigned long long)seed, (long long)index, variants[variant].name);
+    for (char *p = out; *p; p++)
+        if (*p == '/') *p = '_';
+}

@@ -73,6 +73,9 @@ int kvc_gen_make(const kvc_gen_config *config, int64_t index, kvc_gen_case *out)
 /* The same from an explicit random source (libFuzzer inputs). */
 int kvc_gen_make_from(const kvc_gen_config *config, kvc_rng *rng, kvc_gen_case *out);
 void kvc_gen_free(kvc_gen_case *g);
+/* The directory name of a generated case, "fuzz-s1-c42-v4.compress_d512_r4"
+ * (the variant's '/' as '_'), as kvcmp fuzz --save and kvcmp gen write it. */
+void kvc_gen_case_name(uint64_t seed, int64_t index, int variant, char *out, size_t size);
 
 /* Value drawing shared with the history driver. */
 float kvc_gen_value(kvc_rng *rng, int family, int role);
