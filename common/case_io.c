@@ -30,17 +30,15 @@ int kvc_cache_dtype_from_name(const char *name) {
 
 #define FAIL(...) do { snprintf(error, error_size, __VA_ARGS__); goto fail; } while (0)
 
-static char *read_text(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *text = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (text && fread(text, 1, (size_t)n, f) != (size_t)n) { free(text); text = NULL; }
-    if (text) text[n] = 0;
-    fclose(f);
-    return text;
+static char *read_text(const char *path, char *error, size_t error_size) {
+    uint8_t *bytes;
+    size_t size;
+    char inner[512];
+    if (kvc_read_regular_file(path, &bytes, &size, inner, sizeof inner)) {
+        snprintf(error, error_size, "cannot read case.json: %s", inner);
+        return NULL;
+    }
+    return (char *)bytes;
 }
 
 int kvc_is_case_dir(const char *dir) {
@@ -50,19 +48,71 @@ int kvc_is_case_dir(const char *dir) {
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-static int number_param(cJSON *params, const char *key, double *value) {
-    cJSON *item = cJSON_GetObjectItemCaseSensitive(params, key);
-    if (!cJSON_IsNumber(item)) return 0;
+/* What a JSON value is, for "must be a number (found a string)". */
+static const char *json_type_name(const cJSON *item) {
+    if (cJSON_IsString(item)) return "a string";
+    if (cJSON_IsNumber(item)) return "a number";
+    if (cJSON_IsBool(item)) return "a boolean";
+    if (cJSON_IsNull(item)) return "null";
+    if (cJSON_IsArray(item)) return "an array";
+    return "an object";
+}
+
+/* params.KEY as a number: 1 when present, 0 when absent, -1 (with the
+ * field named in error) when present with another type. */
+static int number_param(const cJSON *params, const char *key, double *value, const char *path, char *error, size_t error_size) {
+    const cJSON *item = cJSON_GetObjectItemCaseSensitive(params, key);
+    if (!item) return 0;
+    if (!cJSON_IsNumber(item)) {
+        snprintf(error, error_size, "%s: params.%s must be a number, found %s", path, key, json_type_name(item));
+        return -1;
+    }
     *value = item->valuedouble;
     return 1;
+}
+
+/* An integer-valued params.KEY that fits int32. */
+static int integer_param(const cJSON *params, const char *key, int32_t *value, const char *path, char *error, size_t error_size) {
+    double v;
+    int rc = number_param(params, key, &v, path, error, error_size);
+    if (rc <= 0) return rc;
+    if (!(v >= INT32_MIN && v <= INT32_MAX) || v != (double)(int32_t)v) {
+        snprintf(error, error_size, "%s: params.%s = %g (values that are not integers are refused)", path, key, v);
+        return -1;
+    }
+    *value = (int32_t)v;
+    return 1;
+}
+
+static int parse_params(const cJSON *params, kvc_case *c, const char *path, char *error, size_t error_size) {
+    double eps = 1e-6;
+    c->head_dim = 512;
+    int rc = integer_param(params, "compress_ratio", &c->compress_ratio, path, error, error_size);
+    if (rc == 0) snprintf(error, error_size, "%s: params.compress_ratio missing", path);
+    if (rc <= 0) return -1;
+    if (integer_param(params, "head_dim", &c->head_dim, path, error, error_size) < 0) return -1;
+    if (number_param(params, "eps", &eps, path, error, error_size) < 0) return -1;
+    c->eps = (float)eps;   /* the nearest fp32, as the format says */
+    const cJSON *dtype = cJSON_GetObjectItemCaseSensitive(params, "cache_dtype");
+    if (!dtype) return 0;
+    if (!cJSON_IsString(dtype)) {
+        snprintf(error, error_size, "%s: params.cache_dtype must be a string (fp8_ds_mla, fp8_indexer, bf16 or fp8_e4m3), found %s", path,
+                 json_type_name(dtype));
+        return -1;
+    }
+    int d = kvc_cache_dtype_from_name(dtype->valuestring);
+    if (d < 0) { snprintf(error, error_size, "%s: unknown params.cache_dtype \"%s\"", path, dtype->valuestring); return -1; }
+    c->has_cache_dtype = 1;
+    c->cache_dtype = (kvc_cache_dtype)d;
+    return 0;
 }
 
 static int parse_json(const char *dir, kvc_case *c, char *error, size_t error_size) {
     char path[4096];
     snprintf(path, sizeof path, "%s/case.json", dir);
-    char *text = read_text(path);
+    char *text = read_text(path, error, error_size);
     cJSON *root = NULL;
-    if (!text) { snprintf(error, error_size, "cannot read %s: %s", path, strerror(errno)); return -1; }
+    if (!text) return -1;
     root = cJSON_Parse(text);
     if (!root) FAIL("%s: not valid JSON (near: %.40s)", path, cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() : "?");
     cJSON *format = cJSON_GetObjectItemCaseSensitive(root, "format");
@@ -74,23 +124,10 @@ static int parse_json(const char *dir, kvc_case *c, char *error, size_t error_si
     c->stage = (kvc_stage)kvc_stage_from_name(stage->valuestring);
     cJSON *params = cJSON_GetObjectItemCaseSensitive(root, "params");
     if (!cJSON_IsObject(params)) FAIL("%s: \"params\" object missing", path);
-    double ratio, head_dim = 512, eps = 1e-6;
-    if (!number_param(params, "compress_ratio", &ratio)) FAIL("%s: params.compress_ratio missing", path);
-    number_param(params, "head_dim", &head_dim);
-    number_param(params, "eps", &eps);
-    if (ratio != (int32_t)ratio || head_dim != (int32_t)head_dim) FAIL("%s: compress_ratio/head_dim not integers", path);
-    c->compress_ratio = (int32_t)ratio;
-    c->head_dim = (int32_t)head_dim;
-    c->eps = (float)eps;   /* the nearest fp32, as the format says */
-    cJSON *dtype = cJSON_GetObjectItemCaseSensitive(params, "cache_dtype");
-    if (cJSON_IsString(dtype)) {
-        int d = kvc_cache_dtype_from_name(dtype->valuestring);
-        if (d < 0) FAIL("%s: unknown params.cache_dtype \"%s\"", path, dtype->valuestring);
-        c->has_cache_dtype = 1;
-        c->cache_dtype = (kvc_cache_dtype)d;
-    }
+    if (parse_params(params, c, path, error, error_size)) goto fail;
     cJSON *source = cJSON_GetObjectItemCaseSensitive(root, "source");
-    if (cJSON_IsString(source)) snprintf(c->source, sizeof c->source, "%s", source->valuestring);
+    if (source && !cJSON_IsString(source)) FAIL("%s: \"source\" must be a string, found %s", path, json_type_name(source));
+    if (source) snprintf(c->source, sizeof c->source, "%s", source->valuestring);
     cJSON *meta = cJSON_GetObjectItemCaseSensitive(root, "meta");
     if (meta) c->meta_json = cJSON_PrintUnformatted(meta);
     cJSON_Delete(root);
@@ -111,7 +148,10 @@ int kvc_case_load(const char *dir, kvc_case *c, char *error, size_t error_size) 
     while ((entry = readdir(d)) != NULL) {
         size_t n = strlen(entry->d_name);
         if (n < 5 || strcmp(entry->d_name + n - 4, ".npy") != 0) continue;
-        if (n - 4 >= sizeof c->tensors[0].name) continue;
+        if (n - 4 >= sizeof c->tensors[0].name) {
+            snprintf(error, error_size, "%s/%s: tensor name longer than %zu characters", dir, entry->d_name, sizeof c->tensors[0].name - 1);
+            closedir(d); kvc_case_free(c); return -1;
+        }
         if (c->num_tensors == KVC_CASE_MAX_TENSORS) {
             snprintf(error, error_size, "%s: more than %d tensors", dir, KVC_CASE_MAX_TENSORS);
             closedir(d); kvc_case_free(c); return -1;

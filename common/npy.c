@@ -5,6 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <fcntl.h>
 
 static const char *const descrs[] = {"<f4", "<i8", "<i4", "<u2", "|u1"};
 static const int sizes[] = {4, 8, 4, 2, 1};
@@ -14,47 +17,125 @@ const char *kvc_dtype_descr(kvc_dtype dtype) { return descrs[dtype]; }
 
 #define FAIL(...) do { snprintf(error, error_size, __VA_ARGS__); return -1; } while (0)
 
-/* Skip spaces in the header dictionary. */
-static const char *skip_space(const char *p, const char *end) {
-    while (p < end && *p == ' ') p++;
-    return p;
+/* The header is a Python dict literal, as numpy writes it:
+ *   {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
+ * followed by spaces and a newline.  It is parsed as that literal, not
+ * searched: exactly the three keys, each once, in any order, strings in
+ * single or double quotes without escapes, fortran_order True or False,
+ * shape a tuple of non-negative decimal integers (one element needs its
+ * trailing comma, as in Python); anything else is refused by name. */
+typedef struct {
+    const char *p, *end;
+    char *error;
+    size_t error_size;
+} header_cursor;
+
+#define HFAIL(h, ...) do { snprintf((h)->error, (h)->error_size, __VA_ARGS__); return -1; } while (0)
+
+static void skip_space(header_cursor *h) {
+    while (h->p < h->end && *h->p == ' ') h->p++;
 }
 
-static int parse_shape(const char *p, const char *end, kvc_array *out, char *error, size_t error_size) {
-    if (p >= end || *p != '(') FAIL("header: 'shape' is not a tuple");
-    p++;
-    out->ndim = 0;
-    out->count = 1;
-    for (;;) {
-        p = skip_space(p, end);
-        if (p < end && *p == ')') break;
-        if (out->ndim == KVC_NPY_MAX_DIMS) FAIL("header: more than %d dimensions", KVC_NPY_MAX_DIMS);
-        if (p >= end || *p < '0' || *p > '9') FAIL("header: bad shape entry");
-        int64_t v = 0;
-        while (p < end && *p >= '0' && *p <= '9') {
-            if (v > (INT64_C(1) << 40)) FAIL("header: shape entry too large");
-            v = v * 10 + (*p++ - '0');
-        }
-        out->shape[out->ndim++] = v;
-        if (v != 0 && out->count > (INT64_C(1) << 40) / v) FAIL("header: array too large");
-        out->count *= v;
-        p = skip_space(p, end);
-        if (p < end && *p == ',') { p++; continue; }
-        if (p < end && *p == ')') break;
-        FAIL("header: bad shape tuple");
+static int at(header_cursor *h, char ch) {
+    skip_space(h);
+    return h->p < h->end && *h->p == ch;
+}
+
+/* A quoted string into out (NUL-terminated); -1 if there is none. */
+static int parse_string(header_cursor *h, char *out, size_t size) {
+    skip_space(h);
+    if (h->p >= h->end || (*h->p != '\'' && *h->p != '"')) return -1;
+    char quote = *h->p++;
+    size_t n = 0;
+    while (h->p < h->end && *h->p != quote) {
+        if (*h->p == '\\' || *h->p == '\n' || n + 1 >= size) return -1;
+        out[n++] = *h->p++;
     }
+    if (h->p >= h->end) return -1;
+    h->p++;
+    out[n] = 0;
     return 0;
 }
 
-/* Find `'key':` in the dictionary text and return the value's start. */
-static const char *find_key(const char *dict, const char *end, const char *key) {
-    size_t n = strlen(key);
-    for (const char *p = dict; p + n + 3 <= end; p++)
-        if (p[0] == '\'' && memcmp(p + 1, key, n) == 0 && p[n + 1] == '\'' ) {
-            const char *q = skip_space(p + n + 2, end);
-            if (q < end && *q == ':') return skip_space(q + 1, end);
+/* The word at the cursor (letters, digits, _), for naming bad values. */
+static void word_at(const header_cursor *h, char *out, size_t size) {
+    size_t n = 0;
+    for (const char *q = h->p; q < h->end && n + 1 < size && *q != ',' && *q != '}' && *q != ' '; q++) out[n++] = *q;
+    out[n] = 0;
+}
+
+static int parse_descr(header_cursor *h, kvc_array *out) {
+    char value[32];
+    char word[32];
+    word_at(h, word, sizeof word);
+    if (parse_string(h, value, sizeof value)) HFAIL(h, "header: 'descr' is %s, not a string: unsupported dtype", word);
+    for (int i = 0; i < 5; i++)
+        if (strcmp(value, descrs[i]) == 0) { out->dtype = (kvc_dtype)i; return 0; }
+    HFAIL(h, "header: unsupported dtype '%s' (need <f4, <i8, <i4, <u2 or |u1)", value);
+}
+
+static int parse_fortran_order(header_cursor *h) {
+    skip_space(h);
+    char word[32];
+    word_at(h, word, sizeof word);
+    if (strcmp(word, "False") == 0) { h->p += 5; return 0; }
+    if (strcmp(word, "True") == 0) HFAIL(h, "header: fortran_order arrays are not supported (write the array in C order)");
+    HFAIL(h, "header: 'fortran_order' is %s, must be True or False", word[0] ? word : "missing");
+}
+
+static int parse_shape(header_cursor *h, kvc_array *out) {
+    if (!at(h, '(')) HFAIL(h, "header: 'shape' is not a tuple");
+    h->p++;
+    out->ndim = 0;
+    out->count = 1;
+    int trailing_comma = 0;
+    while (!at(h, ')')) {
+        if (out->ndim == KVC_NPY_MAX_DIMS) HFAIL(h, "header: more than %d dimensions", KVC_NPY_MAX_DIMS);
+        if (h->p >= h->end || *h->p < '0' || *h->p > '9') HFAIL(h, "header: bad shape entry (need a non-negative integer)");
+        if (*h->p == '0' && h->p + 1 < h->end && h->p[1] >= '0' && h->p[1] <= '9')
+            HFAIL(h, "header: bad shape entry (leading zero)");
+        int64_t v = 0;
+        while (h->p < h->end && *h->p >= '0' && *h->p <= '9') {
+            if (v > (INT64_C(1) << 40)) HFAIL(h, "header: shape entry too large");
+            v = v * 10 + (*h->p++ - '0');
         }
-    return NULL;
+        out->shape[out->ndim++] = v;
+        if (v != 0 && out->count > (INT64_C(1) << 40) / v) HFAIL(h, "header: array too large");
+        out->count *= v;
+        trailing_comma = at(h, ',');
+        if (trailing_comma) { h->p++; continue; }
+        if (!at(h, ')')) HFAIL(h, "header: bad shape tuple");
+    }
+    if (out->ndim == 1 && !trailing_comma) HFAIL(h, "header: 'shape' (%lld) is not a tuple (a 1-tuple needs its comma)", (long long)out->shape[0]);
+    h->p++;
+    return 0;
+}
+
+/* The dictionary: keys descr, fortran_order and shape, each exactly once. */
+static int parse_header(header_cursor *h, kvc_array *out) {
+    static const char *const keys[3] = {"descr", "fortran_order", "shape"};
+    int seen[3] = {0, 0, 0};
+    if (!at(h, '{')) HFAIL(h, "header is not a dictionary ending in a newline");
+    h->p++;
+    while (!at(h, '}')) {
+        char key[32];
+        if (parse_string(h, key, sizeof key)) HFAIL(h, "header: expected a quoted key, found '%.20s'", h->p);
+        int k = 0;
+        while (k < 3 && strcmp(key, keys[k]) != 0) k++;
+        if (k == 3) HFAIL(h, "header: unexpected key '%s' (only descr, fortran_order and shape)", key);
+        if (seen[k]++) HFAIL(h, "header: key '%s' appears twice", key);
+        if (!at(h, ':')) HFAIL(h, "header: no ':' after '%s'", key);
+        h->p++;
+        int rc = k == 0 ? parse_descr(h, out) : k == 1 ? parse_fortran_order(h) : parse_shape(h, out);
+        if (rc) return -1;
+        if (at(h, ',')) { h->p++; continue; }
+        if (!at(h, '}')) HFAIL(h, "header: expected ',' or '}' after '%s', found '%.20s'", key, h->p);
+    }
+    h->p++;
+    if (!seen[0] || !seen[1] || !seen[2]) HFAIL(h, "header lacks descr, fortran_order or shape");
+    skip_space(h);
+    if (h->p != h->end - 1 || *h->p != '\n') HFAIL(h, "header: '%.20s' after the dictionary (only spaces and a newline may follow)", h->p);
+    return 0;
 }
 
 int kvc_npy_parse(const uint8_t *bytes, size_t size, kvc_array *out, char *error, size_t error_size) {
@@ -65,18 +146,10 @@ int kvc_npy_parse(const uint8_t *bytes, size_t size, kvc_array *out, char *error
     if (10 + header_len > size) FAIL("truncated header (%zu bytes declared, %zu in file)", header_len, size - 10);
     const char *dict = (const char *)bytes + 10, *end = dict + header_len;
     if (header_len == 0 || dict[0] != '{' || end[-1] != '\n') FAIL("header is not a dictionary ending in a newline");
-    const char *descr = find_key(dict, end, "descr");
-    const char *fortran = find_key(dict, end, "fortran_order");
-    const char *shape = find_key(dict, end, "shape");
-    if (!descr || !fortran || !shape) FAIL("header lacks descr, fortran_order or shape");
-    if (end - fortran < 5 || memcmp(fortran, "False", 5) != 0) FAIL("fortran_order arrays are not supported");
-    int dtype = -1;
-    for (int i = 0; i < 5; i++)
-        if (end - descr >= 5 && descr[0] == '\'' && memcmp(descr + 1, descrs[i], 3) == 0 && descr[4] == '\'') dtype = i;
-    if (dtype < 0) FAIL("unsupported dtype (need <f4, <i8, <i4, <u2 or |u1)");
-    out->dtype = (kvc_dtype)dtype;
-    if (parse_shape(shape, end, out, error, error_size)) return -1;
-    size_t data_bytes = (size_t)out->count * (size_t)sizes[dtype];
+    if (memchr(dict, 0, header_len)) FAIL("header holds a NUL byte");
+    header_cursor h = {.p = dict, .end = end, .error = error, .error_size = error_size};
+    if (parse_header(&h, out)) { memset(out, 0, sizeof *out); return -1; }
+    size_t data_bytes = (size_t)out->count * (size_t)sizes[out->dtype];
     size_t offset = 10 + header_len;
     if (size - offset < data_bytes) FAIL("truncated data: %zu bytes, shape needs %zu", size - offset, data_bytes);
     if (size - offset > data_bytes) FAIL("%zu trailing bytes after the data", size - offset - data_bytes);
@@ -86,21 +159,53 @@ int kvc_npy_parse(const uint8_t *bytes, size_t size, kvc_array *out, char *error
     return 0;
 }
 
+/* What a path that is not a regular file is, for the error message. */
+static const char *file_type_name(mode_t mode) {
+    if (S_ISDIR(mode)) return "a directory";
+    if (S_ISFIFO(mode)) return "a FIFO";
+    if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
+    if (S_ISSOCK(mode)) return "a socket";
+    return "not a regular file";
+}
+
+int kvc_read_regular_file(const char *path, uint8_t **bytes_out, size_t *size_out, char *error, size_t error_size) {
+    *bytes_out = NULL;
+    *size_out = 0;
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer; the type is
+     * checked on the open descriptor, so the file cannot change under us. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) FAIL("cannot open %s: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0) { int e = errno; close(fd); FAIL("cannot stat %s: %s", path, strerror(e)); }
+    if (!S_ISREG(st.st_mode)) { close(fd); FAIL("%s is %s, not a regular file", path, file_type_name(st.st_mode)); }
+    uint8_t *bytes = malloc((size_t)st.st_size + 1);
+    if (!bytes) { close(fd); FAIL("out of memory reading %s (%lld bytes)", path, (long long)st.st_size); }
+    size_t got = 0;
+    while (got < (size_t)st.st_size) {
+        ssize_t n = read(fd, bytes + got, (size_t)st.st_size - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            int e = n < 0 ? errno : 0;
+            close(fd);
+            free(bytes);
+            FAIL("cannot read %s: %s", path, e ? strerror(e) : "the file shrank while being read");
+        }
+        got += (size_t)n;
+    }
+    close(fd);
+    bytes[got] = 0;
+    *bytes_out = bytes;
+    *size_out = got;
+    return 0;
+}
+
 int kvc_npy_read(const char *path, kvc_array *out, char *error, size_t error_size) {
     memset(out, 0, sizeof *out);
-    FILE *f = fopen(path, "rb");
-    if (!f) FAIL("cannot open %s: %s", path, strerror(errno));
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    if (size < 0) { fclose(f); FAIL("cannot size %s", path); }
-    uint8_t *bytes = malloc((size_t)size + 1);
-    if (!bytes) { fclose(f); FAIL("out of memory reading %s", path); }
-    size_t got = fread(bytes, 1, (size_t)size, f);
-    fclose(f);
+    uint8_t *bytes;
+    size_t size;
+    if (kvc_read_regular_file(path, &bytes, &size, error, error_size)) return -1;
     char inner[256];
-    int rc = got == (size_t)size ? kvc_npy_parse(bytes, got, out, inner, sizeof inner) : -1;
-    if (got != (size_t)size) snprintf(inner, sizeof inner, "short read");
+    int rc = kvc_npy_parse(bytes, size, out, inner, sizeof inner);
     free(bytes);
     if (rc) FAIL("%s: %s", path, inner);
     return 0;
@@ -118,6 +223,7 @@ int kvc_npy_write(const char *path, const kvc_array *array, char *error, size_t 
     int pad = (64 - total % 64) % 64;
     FILE *f = fopen(path, "wb");
     if (!f) FAIL("cannot create %s: %s", path, strerror(errno));
+    errno = 0;
     uint16_t header_len = (uint16_t)(n + pad + 1);
     uint8_t prefix[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (uint8_t)header_len, (uint8_t)(header_len >> 8)};
     fwrite(prefix, 1, 10, f);
@@ -126,7 +232,10 @@ int kvc_npy_write(const char *path, const kvc_array *array, char *error, size_t 
     fputc('\n', f);
     size_t bytes = (size_t)array->count * (size_t)sizes[array->dtype];
     size_t wrote = fwrite(array->data, 1, bytes, f);
-    if (fclose(f) != 0 || wrote != bytes) FAIL("cannot write %s", path);
+    /* A full disk shows in fwrite or only in fclose; either way the errno is the reason. */
+    int write_errno = ferror(f) || wrote != bytes ? (errno ? errno : EIO) : 0;
+    if (fclose(f) != 0 && !write_errno) write_errno = errno;
+    if (write_errno) FAIL("cannot write %s: %s", path, strerror(write_errno));
     return 0;
 }
 

@@ -240,7 +240,8 @@ static int check_v41_requests(const kvc_v41_norm_args *a, kvc_error *err) {
                 return kvc_fail(err, KVC_ERR_METADATA, "token_to_req[%lld] = %d, but query_start_loc puts token %lld in request %lld",
                                 (long long)t, a->token_to_req[t], (long long)t, (long long)r);
             }
-            if (t > qsl[r] && a->positions[t] != a->positions[t - 1] + 1) {
+            /* No position follows INT64_MAX (a skipped token may carry any value). */
+            if (t > qsl[r] && (a->positions[t - 1] == INT64_MAX || a->positions[t] != a->positions[t - 1] + 1)) {
                 free(block_owner);
                 return kvc_fail(err, KVC_ERR_METADATA, "positions[%lld] = %lld does not follow positions[%lld] = %lld in request %lld",
                                 (long long)t, (long long)a->positions[t], (long long)(t - 1), (long long)a->positions[t - 1], (long long)r);

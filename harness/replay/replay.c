@@ -1,7 +1,7 @@
 /* kvcmp replay: see replay.h. */
 #include "harness/replay/replay.h"
 
-#include <dirent.h>
+#include <fts.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,27 +21,61 @@ static int push(char ***dirs, int *count, int *capacity, const char *dir) {
     return 0;
 }
 
-static void walk(const char *path, char ***dirs, int *count, int *capacity) {
-    if (kvc_is_case_dir(path)) { push(dirs, count, capacity, path); return; }
-    DIR *d = opendir(path);
-    if (!d) return;
-    struct dirent *entry;
-    while ((entry = readdir(d)) != NULL) {
-        if (entry->d_name[0] == '.') continue;
-        char child[4096];
-        snprintf(child, sizeof child, "%s/%s", path, entry->d_name);
-        struct stat st;
-        if (stat(child, &st) == 0 && S_ISDIR(st.st_mode)) walk(child, dirs, count, capacity);
+/* The directories already walked, by device and inode: a tree reached
+ * again through a symlink (a cycle, or two links to one directory) is
+ * walked once. */
+typedef struct {
+    dev_t dev;
+    ino_t ino;
+} dir_id;
+
+typedef struct {
+    dir_id *ids;
+    size_t count, capacity;
+} dir_set;
+
+/* 1 if the directory was new (and is now in the set). */
+static int dir_set_add(dir_set *set, const struct stat *st) {
+    for (size_t i = 0; i < set->count; i++)
+        if (set->ids[i].dev == st->st_dev && set->ids[i].ino == st->st_ino) return 0;
+    if (set->count == set->capacity) {
+        size_t capacity = set->capacity ? 2 * set->capacity : 64;
+        dir_id *grown = realloc(set->ids, capacity * sizeof *grown);
+        if (!grown) return 0;
+        set->ids = grown;
+        set->capacity = capacity;
     }
-    closedir(d);
+    set->ids[set->count++] = (dir_id){st->st_dev, st->st_ino};
+    return 1;
 }
+
+static int compare_entries(const FTSENT **a, const FTSENT **b) { return strcmp((*a)->fts_name, (*b)->fts_name); }
 
 static int compare_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
+/* fts with FTS_LOGICAL follows symlinks (each directory then counts by
+ * what it is, not how it was reached) and only stats entries: a FIFO or
+ * a device in the tree is never opened.  A case directory ends the
+ * descent: its files are the case's tensors. */
 int kvc_find_cases(const char *path, char ***dirs) {
     int count = 0, capacity = 0;
     *dirs = NULL;
-    walk(path, dirs, &count, &capacity);
+    char *roots[2] = {(char *)path, NULL};
+    FTS *fts = fts_open(roots, FTS_LOGICAL | FTS_NOCHDIR, compare_entries);
+    if (!fts) return 0;
+    dir_set seen = {0};
+    FTSENT *e;
+    while ((e = fts_read(fts)) != NULL) {
+        if (e->fts_info != FTS_D) continue;   /* files, cycles (FTS_DC), unreadable entries, post-order visits */
+        if (e->fts_level > 0 && e->fts_name[0] == '.') { fts_set(fts, e, FTS_SKIP); continue; }
+        if (!dir_set_add(&seen, e->fts_statp)) { fts_set(fts, e, FTS_SKIP); continue; }
+        if (kvc_is_case_dir(e->fts_path)) {
+            push(dirs, &count, &capacity, e->fts_path);
+            fts_set(fts, e, FTS_SKIP);
+        }
+    }
+    fts_close(fts);
+    free(seen.ids);
     if (count) qsort(*dirs, (size_t)count, sizeof **dirs, compare_names);
     return count;
 }
@@ -66,6 +100,28 @@ static kvc_source_tally *tally_for(kvc_replay_totals *totals, const char *source
     kvc_source_tally *t = &totals->sources[totals->num_sources++];
     snprintf(t->source, sizeof t->source, "%s", source);
     return t;
+}
+
+/* Every NAME.out tensor must be an output of the case's stage: an
+ * expected output the stage does not write would otherwise be ignored
+ * and the case pass without checking it. */
+static int unexpected_expected_output(const kvc_case *c, char *detail, size_t size) {
+    const char *names[KVC_MAX_OUTPUTS];
+    int n = kvc_stage_outputs(c, names);
+    for (int i = 0; i < c->num_tensors; i++) {
+        const char *name = c->tensors[i].name;
+        size_t len = strlen(name);
+        if (len <= 4 || strcmp(name + len - 4, ".out") != 0) continue;
+        int known = 0;
+        for (int k = 0; k < n; k++) known |= strlen(names[k]) == len - 4 && strncmp(names[k], name, len - 4) == 0;
+        if (known) continue;
+        int w = snprintf(detail, size, "unexpected expected-output tensor %s: %s (R=%d) writes only", name, kvc_stage_name(c->stage),
+                         c->compress_ratio);
+        for (int k = 0; k < n && w > 0 && (size_t)w < size; k++) w += snprintf(detail + w, size - (size_t)w, " %s.out", names[k]);
+        if (w > 0 && (size_t)w < size) snprintf(detail + w, size - (size_t)w, " (remove %s.npy or fix \"stage\")", name);
+        return 1;
+    }
+    return 0;
 }
 
 static int case_has_expected_outputs(const kvc_case *c) {
@@ -97,6 +153,31 @@ static int expected_rejection(const kvc_case *c, const kvc_run_result *result, c
 
 static const char *policy_name(kvc_policy policy) { return policy == KVC_POLICY_VLLM ? "vllm" : "exact"; }
 
+/* Runs a loaded case and judges it: 0 pass, 1 fail, with why in detail. */
+static int judge_case(const kvc_case *c, const kvc_replay_options *options, char *detail, size_t size, kvc_compare_report *report) {
+    kvc_run_options run = {.page_padding = options->page_padding, .canary = 0xA5, .keep_outputs_on_error = 1};
+    kvc_run_result result;
+    int rc = kvc_run_case(options->backend, c, &run, &result), failed = 1;
+    if (!case_has_expected_outputs(c)) {
+        /* A case with no NAME.out tensors records an input every
+         * implementation must reject without writing (SPEC.md 8). */
+        failed = expected_rejection(c, &result, detail, size);
+    } else if (rc) {
+        snprintf(detail, size, "stage returned %s: %s", kvc_status_name(rc), result.error.message);
+    } else if (result.padding_touched) {
+        snprintf(detail, size, "%s", result.padding_message);
+    } else {
+        kvc_compare_outputs(c, &result, options->policy, report);
+        failed = kvc_report_failed(report);
+        char summary[700];
+        kvc_report_summary(report, summary, sizeof summary);
+        if (failed) snprintf(detail, size, "%s; first: %s", summary, report->has_first ? report->first : "-");
+        else snprintf(detail, size, "%s", summary[0] ? summary : "bit-exact");
+    }
+    kvc_run_result_free(&result);
+    return failed;
+}
+
 int kvc_replay_case(const char *dir, const kvc_replay_options *options, kvc_replay_totals *totals,
                     kvc_compare_report *report_out) {
     kvc_case c;
@@ -109,31 +190,14 @@ int kvc_replay_case(const char *dir, const kvc_replay_options *options, kvc_repl
         snprintf(detail, sizeof detail, "cannot load case: %s", error);
     } else {
         kvc_case_source_label(&c, label, sizeof label);
-        if (options->outputs_dir && kvc_load_outside_outputs(&c, options->outputs_dir, dir, error, sizeof error)) {
+        if (unexpected_expected_output(&c, detail, sizeof detail)) {
+            failed = 1;
+        } else if (options->outputs_dir && kvc_load_outside_outputs(&c, options->outputs_dir, dir, error, sizeof error)) {
             snprintf(detail, sizeof detail, "cannot read the outside outputs: %s", error);
         } else if (options->outputs_dir || kvc_has_outside_outputs(&c)) {
             failed = kvc_compare_outside(&c, options->policy, &report, detail, sizeof detail);
         } else {
-            kvc_run_options run = {.page_padding = options->page_padding, .canary = 0xA5, .keep_outputs_on_error = 1};
-            kvc_run_result result;
-            int rc = kvc_run_case(options->backend, &c, &run, &result);
-            if (!case_has_expected_outputs(&c)) {
-                /* A case with no NAME.out tensors records an input every
-                 * implementation must reject without writing (SPEC.md 8). */
-                failed = expected_rejection(&c, &result, detail, sizeof detail);
-            } else if (rc) {
-                snprintf(detail, sizeof detail, "stage returned %s: %s", kvc_status_name(rc), result.error.message);
-            } else if (result.padding_touched) {
-                snprintf(detail, sizeof detail, "%s", result.padding_message);
-            } else {
-                kvc_compare_outputs(&c, &result, options->policy, &report);
-                failed = kvc_report_failed(&report);
-                char summary[700];
-                kvc_report_summary(&report, summary, sizeof summary);
-                if (failed) snprintf(detail, sizeof detail, "%s; first: %s", summary, report.has_first ? report.first : "-");
-                else snprintf(detail, sizeof detail, "%s", summary[0] ? summary : "bit-exact");
-            }
-            kvc_run_result_free(&result);
+            failed = judge_case(&c, options, detail, sizeof detail, &report);
         }
         kvc_case_free(&c);
     }

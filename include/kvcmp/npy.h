@@ -28,6 +28,10 @@ const char *kvc_dtype_descr(kvc_dtype dtype);
 /* Parse a whole .npy image.  Returns 0, or -1 with a message naming the
  * problem in `error` (size error_size). */
 int kvc_npy_parse(const uint8_t *bytes, size_t size, kvc_array *out, char *error, size_t error_size);
+/* Reads a whole regular file into a malloc'ed buffer (NUL-terminated,
+ * *size without the NUL); a directory, FIFO or device is refused without
+ * blocking, with a message naming the path and what it is. */
+int kvc_read_regular_file(const char *path, uint8_t **bytes, size_t *size, char *error, size_t error_size);
 int kvc_npy_read(const char *path, kvc_array *out, char *error, size_t error_size);
 int kvc_npy_write(const char *path, const kvc_array *array, char *error, size_t error_size);
 void kvc_array_free(kvc_array *array);
