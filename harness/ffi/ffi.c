@@ -163,6 +163,7 @@ kvc_ffi_case *kvc_ffi_generate(uint64_t seed, int64_t index, const char *variant
     snprintf(info->family, sizeof info->family, "%s", kvc_family_name(g.family));
     snprintf(info->invalid, sizeof info->invalid, "%s", g.invalid);
     info->history = g.history;
+    kvc_gen_case_name(seed, index, g.variant, info->name, sizeof info->name);
     if (g.history) { kvc_gen_free(&g); return NULL; }
     kvc_ffi_case *h = new_handle(error, error_size);
     if (!h) { kvc_gen_free(&g); return NULL; }

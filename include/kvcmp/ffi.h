@@ -77,6 +77,7 @@ typedef struct {
     char family[32];        /* value family */
     char invalid[96];       /* corruption applied on purpose, "" = none */
     int history;            /* 1: a multi-step history variant, no case */
+    char name[128];         /* its directory name, as kvcmp gen and fuzz --save write it */
 } kvc_ffi_gen_info;
 
 /* Case `index` of seed `seed`: the very case `kvcmp fuzz --seed SEED

@@ -93,6 +93,10 @@ Test(ffi, generate_is_the_fuzzers_case) {
     kvc_gen_make(&config, 3, &g);
     cr_assert_str_eq(info.variant, kvc_variant(g.variant)->name);
     cr_assert_str_eq(info.family, kvc_family_name(g.family));
+    char name[128];
+    kvc_gen_case_name(7, 3, g.variant, name, sizeof name);
+    cr_assert_str_eq(info.name, name);
+    cr_assert(strncmp(info.name, "fuzz-s7-c3-v4.compress_d", 24) == 0, "%s", info.name);
     cr_assert_eq(kvc_ffi_tensor_count(c), g.c.num_tensors);
     for (int i = 0; i < g.c.num_tensors; i++) {
         int64_t bytes;

@@ -1,0 +1,347 @@
+"""Cases (SPEC.md section 10), the generator, the reference and the
+classified comparison, over libkvcmp's flat C API (include/kvcmp/ffi.h)."""
+import ctypes
+import json
+import os
+
+import numpy as np
+
+from . import _lib
+from ._lib import lib, Error
+from .bf16 import torch_to_bf16
+
+# numpy dtype of each .npy dtype code; tensors of other dtypes are refused.
+_NUMPY_DTYPES = [np.dtype("<f4"), np.dtype("<i8"), np.dtype("<i4"), np.dtype("<u2"), np.dtype("u1")]
+# Bit-for-bit aliases a caller may hand over (int16 bits are bf16 bits).
+_ALIASES = {np.dtype("<i2"): np.dtype("<u2"), np.dtype("i1"): np.dtype("u1")}
+
+PAGED_TENSORS = ("state_cache", "kv_cache")
+
+
+class Rejected(Exception):
+    """An implementation refuses its input (SPEC.md section 8).  The
+    reference raises it for a case it rejects; a candidate raises it to
+    reject a case (the fuzzer's invalid cases must be rejected)."""
+
+    def __init__(self, message, status=None):
+        super().__init__(message)
+        self.status = status
+
+
+class _Handle:
+    """An owned kvc_ffi_case pointer."""
+
+    def __init__(self, pointer):
+        self.pointer = pointer
+
+    def __del__(self):
+        if self.pointer:
+            lib.kvc_ffi_case_free(self.pointer)
+            self.pointer = None
+
+
+def _as_array(name, value):
+    """numpy array or torch tensor -> a C-order numpy array of a case dtype."""
+    if not isinstance(value, np.ndarray):
+        try:
+            import torch
+        except ImportError:
+            torch = None
+        if torch is not None and isinstance(value, torch.Tensor):
+            value = torch_to_bf16(value) if value.dtype == torch.bfloat16 else value.detach().cpu().contiguous().numpy()
+        else:
+            value = np.asarray(value)
+    dtype = _ALIASES.get(value.dtype, value.dtype)
+    if dtype not in _NUMPY_DTYPES:
+        raise TypeError("tensor %s: dtype %s is not a case dtype (float32, int64, int32, uint16 = bf16 bits, uint8)"
+                        % (name, value.dtype))
+    return np.ascontiguousarray(value).view(dtype)
+
+
+class Case:
+    """A case: stage, params, tensors (inputs NAME, expected results
+    NAME.out, outside outputs NAME.got), as numpy arrays in the case
+    layout (paged caches [pages, rows, row width], bf16 as uint16 bits).
+
+    ``info`` says where a generated case came from (seed, index, variant,
+    family, invalid); ``path`` where it was loaded from or saved to."""
+
+    def __init__(self, stage, params, tensors, source="", meta=None, path=None, info=None):
+        self.stage = stage
+        self.params = dict(params)
+        self.tensors = {name: _as_array(name, value) for name, value in tensors.items()}
+        self.source = source
+        self.meta = meta
+        self.path = path
+        self.info = info or {}
+        self._handle = None
+
+    def __repr__(self):
+        return "Case(%s, %s, %s)" % (self.stage, self.params, sorted(self.tensors))
+
+    @property
+    def inputs(self):
+        return {k: v for k, v in self.tensors.items() if not k.endswith((".out", ".got"))}
+
+    @property
+    def expected(self):
+        """The NAME.out tensors, keyed NAME."""
+        return {k[:-4]: v for k, v in self.tensors.items() if k.endswith(".out")}
+
+    @property
+    def output_names(self):
+        """Names of the tensors the stage writes, e.g. ["state_cache", "kv_cache"]."""
+        names = lib.kvc_ffi_output_names(self.handle()).decode()
+        return names.split(",") if names else []
+
+    @property
+    def tokens(self):
+        return int(self.tensors["positions"].shape[0]) if "positions" in self.tensors else 0
+
+    def copy(self):
+        """A deep copy (writable arrays)."""
+        return Case(self.stage, self.params, {k: v.copy() for k, v in self.tensors.items()}, self.source, self.meta,
+                    self.path, dict(self.info))
+
+    def handle(self):
+        """The C handle of this case, built once (treat tensors as read-only after)."""
+        if self._handle is None:
+            self._handle = _Handle(_build_handle(self.stage, self.params, self.tensors, self.source, self.meta))
+        return self._handle.pointer
+
+    def to_torch(self, device="cpu", page_padding=0):
+        """The inputs as torch tensors on `device`, as vLLM's callers pass
+        them (see kvcmp.torch_case.TorchCase)."""
+        from .torch_case import TorchCase
+        return TorchCase(self, device, page_padding)
+
+
+def _build_handle(stage, params, tensors, source="", meta=None):
+    err = _lib.error_buffer()
+    h = lib.kvc_ffi_case_create(stage.encode(), int(params.get("compress_ratio", 0)), int(params.get("head_dim", 0)),
+                                float(params.get("eps", 0.0)), (params.get("cache_dtype") or "").encode(), err, len(err))
+    _lib.check(h, err)
+    owned = _Handle(h)
+    for name, array in tensors.items():
+        a = _as_array(name, array)
+        code = _NUMPY_DTYPES.index(a.dtype)
+        shape = (ctypes.c_int64 * 4)(*a.shape)
+        ok = lib.kvc_ffi_tensor_put(h, name.encode(), code, a.ndim, shape, a.ctypes.data, a.nbytes, err, len(err)) == 0
+        _lib.check(ok, err)
+    meta_text = json.dumps(meta) if isinstance(meta, (dict, list)) else (meta or "")
+    _lib.check(lib.kvc_ffi_case_set_source(h, (source or "").encode(), meta_text.encode(), err, len(err)) == 0, err)
+    owned.pointer = None   # the caller owns it now
+    return h
+
+
+def _case_from_handle(h, path=None, info=None):
+    """A Case holding copies of a handle's tensors (the handle may be borrowed)."""
+    ratio, head_dim, eps, dtype = ctypes.c_int32(), ctypes.c_int32(), ctypes.c_float(), ctypes.c_char_p()
+    lib.kvc_ffi_case_params(h, ctypes.byref(ratio), ctypes.byref(head_dim), ctypes.byref(eps), ctypes.byref(dtype))
+    params = {"compress_ratio": ratio.value, "head_dim": head_dim.value, "eps": float(np.float32(eps.value))}
+    if dtype.value:
+        params["cache_dtype"] = dtype.value.decode()
+    tensors = {}
+    code, ndim, shape, nbytes = ctypes.c_int(), ctypes.c_int(), (ctypes.c_int64 * 4)(), ctypes.c_int64()
+    for i in range(lib.kvc_ffi_tensor_count(h)):
+        name = lib.kvc_ffi_tensor_name(h, i)
+        lib.kvc_ffi_tensor_info(h, name, ctypes.byref(code), ctypes.byref(ndim), shape)
+        data = lib.kvc_ffi_tensor_data(h, name, ctypes.byref(nbytes))
+        dims = tuple(shape[k] for k in range(ndim.value))
+        if nbytes.value:
+            raw = (ctypes.c_uint8 * nbytes.value).from_address(data)
+            array = np.frombuffer(raw, dtype=_NUMPY_DTYPES[code.value]).reshape(dims).copy()
+        else:
+            array = np.zeros(dims, dtype=_NUMPY_DTYPES[code.value])
+        tensors[name.decode()] = array
+    meta = lib.kvc_ffi_case_meta(h).decode()
+    case = Case(lib.kvc_ffi_case_stage(h).decode(), params, tensors, lib.kvc_ffi_case_source(h).decode(),
+                json.loads(meta) if meta else None, path, info)
+    return case
+
+
+def load_case(directory):
+    """Reads a case directory (case.json and NAME.npy files)."""
+    err = _lib.error_buffer()
+    h = lib.kvc_ffi_case_load(os.fsencode(directory), err, len(err))
+    _lib.check(h, err)
+    owned = _Handle(h)
+    case = _case_from_handle(h, path=str(directory))
+    case._handle = owned
+    return case
+
+
+def save_case(directory, stage, params=None, tensors=None, source="python", meta=None):
+    """Writes a case directory; stage may also be a Case (then params and
+    tensors come from it).  Returns the saved Case."""
+    if isinstance(stage, Case):
+        case = stage
+        stage, params, tensors, source, meta = case.stage, case.params, case.tensors, case.source or source, case.meta
+    h = _Handle(_build_handle(stage, params or {}, tensors or {}, source, meta))
+    err = _lib.error_buffer()
+    _lib.check(lib.kvc_ffi_case_save(h.pointer, os.fsencode(directory), err, len(err)) == 0, err)
+    saved = Case(stage, params or {}, tensors or {}, source, meta, path=str(directory))
+    saved._handle = h
+    return saved
+
+
+def generate(stage=None, seed=1, index=0, family=None, invalid_rate=0):
+    """Case `index` of seed `seed`: the case `kvcmp fuzz --seed SEED
+    --stage STAGE --family FAMILY --invalid-rate INVALID_RATE` (and
+    `kvcmp gen` with the same options) runs as its case INDEX.  stage and
+    family are comma-separated name prefixes or lists ("v4.compress",
+    "v41.rope_quant_insert", "v4.compress/d512/r4"; None = all), invalid_rate
+    is per mille.  Returns None for a multi-step history variant."""
+    stages = _join(stage)
+    families = _join(family)
+    info = _lib.GenInfo()
+    err = _lib.error_buffer()
+    h = lib.kvc_ffi_generate(int(seed), int(index), stages.encode(), families.encode(), int(invalid_rate),
+                             ctypes.byref(info), err, len(err))
+    if not h:
+        if info.history:
+            return None
+        raise Error(err.value.decode())
+    owned = _Handle(h)
+    details = {"seed": int(seed), "index": int(index), "stages": stages, "families": families,
+               "invalid_rate": int(invalid_rate), "variant": info.variant.decode(), "family": info.family.decode(),
+               "invalid": info.invalid.decode(), "name": info.name.decode()}
+    case = _case_from_handle(h, info=details)
+    case._handle = owned
+    return case
+
+
+def _join(items):
+    if items is None:
+        return ""
+    return items if isinstance(items, str) else ",".join(items)
+
+
+def reference(case):
+    """The reference's outputs on the case's inputs: {name: array} in the
+    case layout.  Raises Rejected when the reference rejects the case."""
+    out = ctypes.c_void_p()
+    err = _lib.error_buffer()
+    status = lib.kvc_ffi_reference(case.handle(), ctypes.byref(out), err, len(err))
+    if status != 0:
+        raise Rejected("the reference rejects this case: " + err.value.decode(errors="replace"), status)
+    owned = _Handle(out.value)
+    return _case_from_handle(owned.pointer).tensors
+
+
+class Region:
+    """Differences in one region (NoPE code, scale byte, RoPE value...)."""
+
+    def __init__(self, name, differing, failing, max_steps):
+        self.name, self.differing, self.failing = name, differing, failing
+        self.max_steps = float("inf") if max_steps == 2**63 - 1 else max_steps   # inf: NaN vs number, untouched row
+
+    def __repr__(self):
+        return "Region(%r, differing=%d, failing=%d, max_steps=%s)" % (self.name, self.differing, self.failing, self.max_steps)
+
+
+class FirstElement:
+    """The first failing element: tensor, byte offset, width, region,
+    both sides' bytes (little-endian as stored), and where in words."""
+
+    def __init__(self, report):
+        self.tensor = report.first_tensor.decode()
+        self.offset = report.first_offset
+        self.width = report.first_width
+        self.region = _lib.REGION_NAMES[report.first_region]
+        self.expected = bytes(report.first_expected[:self.width])
+        self.got = bytes(report.first_got[:self.width])
+        self.where = report.first.decode()
+
+    def __repr__(self):
+        return "FirstElement(%s)" % self.where
+
+
+class CompareResult:
+    """The classified comparison of an implementation's outputs ("got")
+    with the reference's ("expected") on one case."""
+
+    def __init__(self, case, report, policy, candidate=None):
+        self.case = case
+        self.policy = policy
+        self.failed = bool(report.failed)
+        self.passed = not self.failed
+        self.differs = bool(report.differs)
+        self.reference_status = report.reference_status
+        self.missing = report.missing_name.decode() if report.missing else None
+        self.regions = {name: Region(name, report.differing[i], report.failing[i], report.max_steps[i])
+                        for i, name in enumerate(_lib.REGION_NAMES) if report.differing[i]}
+        self.bytes_compared = report.bytes_compared
+        self.first = FirstElement(report) if report.has_first else None
+        self.summary = report.summary.decode()
+        self.candidate = candidate
+
+    @property
+    def repro(self):
+        """The command that replays the case (once it is saved)."""
+        if not self.case.path:
+            return None
+        return repro_command(self.candidate, self.policy, self.case.path)
+
+    def __bool__(self):
+        return self.passed
+
+    def message(self):
+        lines = ["%s [%s]: %s" % ("PASS" if self.passed else "FAIL", self.case.stage, self.summary or "bit-exact")]
+        if self.first:
+            lines.append("  first: " + self.first.where)
+        if self.case.info.get("variant"):
+            i = self.case.info
+            lines.append("  case %d of seed %d (variant %s, family %s)" % (i["index"], i["seed"], i["variant"], i["family"]))
+        if self.case.path and self.failed:
+            lines.append("  case saved in " + self.case.path)
+            lines.append("  __REPRO: " + self.repro)
+        return "\n".join(lines)
+
+    __str__ = message
+
+
+def candidate_name(candidate):
+    """module:function of a callable (or the string itself)."""
+    if candidate is None:
+        return "MODULE:FUNCTION"
+    if isinstance(candidate, str):
+        return candidate
+    return "%s:%s" % (getattr(candidate, "__module__", "?"), getattr(candidate, "__qualname__", getattr(candidate, "__name__", "?")))
+
+
+def repro_command(candidate, policy, path):
+    return "python3 -m kvcmp replay --candidate %s --policy %s %s" % (candidate_name(candidate), policy, path)
+
+
+def compare(case, outputs, policy="exact", candidate=None):
+    """Compares outputs ({name: numpy array or torch tensor}, named like
+    the inputs: "kv_cache") with the reference's on the case's inputs,
+    under policy "exact" (every byte) or "vllm" (SPEC.md 9.12)."""
+    got = {name: value for name, value in dict(outputs).items()}
+    h = _Handle(_build_handle(case.stage, case.params, got))
+    report = _lib.Report()
+    err = _lib.error_buffer()
+    _lib.check(lib.kvc_ffi_compare(case.handle(), h.pointer, policy.encode(), ctypes.byref(report), err, len(err)) == 0, err)
+    return CompareResult(case, report, policy, candidate)
+
+
+def shrink(case, still_fails, seconds=5.0):
+    """The C shrinker (fewer requests and tokens, simpler values) on a
+    copy of case, keeping each reduction for which still_fails(Case) is
+    true.  Returns (smaller Case, tokens before, tokens after)."""
+    h = _Handle(_build_handle(case.stage, case.params, case.inputs, case.source, case.meta))
+    errors = []
+
+    def bridge(candidate_handle, _context):
+        try:
+            return 1 if still_fails(_case_from_handle(candidate_handle, info=case.info)) else 0
+        except Exception as e:   # a broken predicate must not be taken for a failure
+            errors.append(e)
+            return 0
+
+    callback = _lib.STILL_FAILS(bridge)
+    before, after = ctypes.c_int64(), ctypes.c_int64()
+    lib.kvc_ffi_shrink(h.pointer, callback, None, float(seconds), ctypes.byref(before), ctypes.byref(after))
+    smaller = _case_from_handle(h.pointer, info=case.info)
+    return smaller, before.value, after.value
