@@ -30,6 +30,18 @@ INCLUDES := -Iinclude -I.
 KVCMP_VERSION := 1.0.0
 KVCMP_SOVERSION := 1
 
+# The version that `kvcmp --version` prints: KVCMP_VERSION and the git
+# commit of the checkout, when there is one.  harness/options/version.c
+# alone carries them; the stamp rebuilds it when either changes.
+KVCMP_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null)
+VERSION_DEFINES := -DKVCMP_VERSION='"$(KVCMP_VERSION)"' $(if $(KVCMP_COMMIT),-DKVCMP_COMMIT='"$(KVCMP_COMMIT)"')
+VERSION_OBJECTS := $(BUILD)/obj/harness/options/version.o $(BUILD)/asan/harness/options/version.o
+$(VERSION_OBJECTS): STD_FLAGS += $(VERSION_DEFINES)
+$(VERSION_OBJECTS): $(BUILD)/version.stamp
+$(BUILD)/version.stamp: FORCE
+	@mkdir -p $(BUILD) && echo '$(VERSION_DEFINES)' | cmp -s - $@ || echo '$(VERSION_DEFINES)' > $@
+FORCE:
+
 # Compiler lines are hidden unless V=1; make prints one short line per file.
 V ?= 0
 ifeq ($(V),0)

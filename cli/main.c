@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "harness/options/options.h"
 
 static const struct {
     const char *name;
@@ -15,19 +16,36 @@ static const struct {
     {"bench", kvc_cmd_bench, "throughput of the reference and optimized backends"},
     {"report", kvc_cmd_report, "precision and upstream-parity reports"},
 };
+#define NUM_COMMANDS (sizeof commands / sizeof commands[0])
 
-static void usage(void) {
-    fprintf(stderr, "usage: kvcmp COMMAND [options]\n");
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(stderr, "  %-8s %s\n", commands[i].name, commands[i].summary);
-    fprintf(stderr, "Run 'kvcmp COMMAND --help' for a command's options.\n");
+static void usage(FILE *out) {
+    fprintf(out, "usage: kvcmp COMMAND [options]\n");
+    for (size_t i = 0; i < NUM_COMMANDS; i++) fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "Run 'kvcmp COMMAND --help' for a command's options; 'kvcmp --version' for the version.\n");
+}
+
+static int run_command(const char *name, int argc, char **argv) {
+    for (size_t i = 0; i < NUM_COMMANDS; i++)
+        if (strcmp(name, commands[i].name) == 0) return commands[i].run(argc, argv);
+    fprintf(stderr, "kvcmp: unknown command '%s'\n", name);
+    usage(stderr);
+    return 2;
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2) { usage(); return 2; }
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (strcmp(argv[1], commands[i].name) == 0) return commands[i].run(argc - 2, argv + 2);
-    fprintf(stderr, "kvcmp: unknown command '%s'\n", argv[1]);
-    usage();
-    return 2;
+    if (argc < 2) { usage(stderr); return 2; }
+    const char *first = argv[1];
+    if (strcmp(first, "--version") == 0) { printf("%s\n", kvc_version_string()); return 0; }
+    if (strcmp(first, "help") == 0 || strcmp(first, "--help") == 0 || strcmp(first, "-h") == 0) {
+        /* `kvcmp help fuzz` is `kvcmp fuzz --help`, rewritten in place:
+         * fuzz re-executes itself with main's argv. */
+        if (argc > 2) {
+            argv[1] = argv[2];
+            argv[2] = (char *)"--help";
+            return run_command(argv[1], 1, argv + 2);
+        }
+        usage(stdout);
+        return 0;
+    }
+    return run_command(first, argc - 2, argv + 2);
 }

@@ -24,6 +24,7 @@
 #include "optimized/optimized.h"
 #include "optimized/vector_arrays.h"
 #include "cli/commands.h"
+#include "harness/options/options.h"
 
 #define MAX_ALLOCATIONS 16
 #define MAX_RUNS 1000
@@ -556,13 +557,13 @@ static int write_json(const char *path, const scenario_result *results, int coun
 
 /* ---- Command ------------------------------------------------------------------------ */
 
-static void usage(void) {
-    fprintf(stderr, "usage: kvcmp bench [--json FILE] [--threads K] [--scenario NAME] [--runs N] [--reference-runs N]\n"
+static void usage(FILE *out) {
+    fprintf(out, "usage: kvcmp bench [--json FILE] [--threads K] [--scenario NAME] [--runs N] [--reference-runs N]\n"
                     "  --threads K   the 'all threads' count (default: the number of processors)\n"
                     "  --runs N      timed runs of the optimized backend after one warm-up (default 15, >= 1)\n"
                     "  --reference-runs N   timed runs of the reference (default 7)\n"
                     "scenarios:\n");
-    for (int i = 0; i < NUM_SCENARIOS; i++) fprintf(stderr, "  %-24s %s\n", scenarios[i].name, scenarios[i].shape);
+    for (int i = 0; i < NUM_SCENARIOS; i++) fprintf(out, "  %-24s %s\n", scenarios[i].name, scenarios[i].shape);
 }
 
 static void free_scenario(scenario_data *s) {
@@ -594,24 +595,26 @@ static int bench_scenario(const scenario *sc, const kvc_backend *optimized, int 
 int kvc_cmd_bench(int argc, char **argv) {
     const char *json_path = NULL, *only = NULL;
     int threads = omp_get_num_procs(), runs = 15, reference_runs = 7;
-    for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0 && i + 1 < argc) json_path = argv[++i];
-        else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) threads = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--scenario") == 0 && i + 1 < argc) only = argv[++i];
-        else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc) runs = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--reference-runs") == 0 && i + 1 < argc) reference_runs = atoi(argv[++i]);
-        else { usage(); return strcmp(argv[i], "--help") == 0 ? 0 : 2; }
-    }
-    if (threads < 1 || runs < 1 || runs > MAX_RUNS || reference_runs < 0 || reference_runs > MAX_RUNS) { usage(); return 2; }
+    const kvc_option options[] = {
+        {"json", KVC_OPT_STRING, .target = &json_path},
+        {"threads", KVC_OPT_INT, .target = &threads, .min = 1, .max = 1024},
+        {"scenario", KVC_OPT_STRING, .target = &only},
+        {"runs", KVC_OPT_INT, .target = &runs, .min = 1, .max = MAX_RUNS},
+        {"reference-runs", KVC_OPT_INT, .target = &reference_runs, .min = 0, .max = MAX_RUNS},
+        {NULL},
+    };
+    const kvc_command_line line = {"bench", options, usage, 0};
+    int status = kvc_parse_command_line(&line, argc, argv, NULL, &(int){0});
+    if (status) return status == KVC_OPTIONS_HELP ? 0 : status;
+    int known = only == NULL;
+    for (int i = 0; i < NUM_SCENARIOS; i++) known |= only && strcmp(only, scenarios[i].name) == 0;
+    if (!known) return kvc_usage_error(&line, "unknown scenario '%s'", only);
     char error[256];
     const kvc_backend *optimized = kvc_optimized_backend_get(error, sizeof error);
     if (!optimized) {
         fprintf(stderr, "kvcmp bench: %s; only the reference could run, and the bench compares the two\n", error);
         return 2;
     }
-    int known = only == NULL;
-    for (int i = 0; i < NUM_SCENARIOS; i++) known |= only && strcmp(only, scenarios[i].name) == 0;
-    if (!known) { fprintf(stderr, "kvcmp bench: unknown scenario '%s'\n", only); usage(); return 2; }
     scenario_result results[NUM_SCENARIOS];
     int count = 0, failed = 0;
     /* The conditions of the run, printed with the numbers: other load on

@@ -27,6 +27,7 @@
 #include "harness/fuzz/run.h"
 #include "kvcmp/shrink.h"
 #include "harness/fuzz/history.h"
+#include "harness/options/options.h"
 
 #define MAX_JOBS 16
 #define MAX_REPORTED_FAILURES 64
@@ -461,8 +462,8 @@ static void write_json(campaign *c, double elapsed) {
 
 /* ---- options ---------------------------------------------------------- */
 
-static void usage(void) {
-    fprintf(stderr,
+static void usage(FILE *out) {
+    fprintf(out,
             "usage: kvcmp fuzz [--seed S] [--cases N | --seconds T] [--stage LIST] [--threads K] [--jobs J]\n"
             "                  [--shard I/N] [--save DIR] [--candidate LIB.so|opt|ref] [--policy exact|vllm]\n"
             "                  [--family LIST] [--only I] [--max-failures N] [--invalid-rate PER_MILLE]\n"
@@ -470,10 +471,32 @@ static void usage(void) {
             "                  [--json FILE] [--quiet] [--list]\n"
             "  Runs generated cases through the reference and the candidate and compares every byte.\n"
             "  Defaults: --seed 1 --seconds 60 --candidate opt (else the reference against itself),\n"
-            "  --save fixtures/regressions, --json reports/fuzz-summary.json, --jobs = cores, --threads 1.\n"
+            "  --save fixtures/regressions, --json reports/fuzz-summary.json, --jobs = cores (at most %d), --threads 1.\n"
+            "  Of --cases and --seconds the one given last counts.\n"
             "  --stage takes variant name prefixes (see --list), e.g. v4.compress,v41.forward.\n"
             "  --max-failures N (default 10) stops the campaign once N failures are in; the cases the\n"
-            "  other jobs are running then still finish and are reported, so a few more can appear.\n");
+            "  other jobs are running then still finish and are reported, so a few more can appear.\n",
+            MAX_JOBS);
+}
+
+/* --shard I/N: both whole numbers, 0 <= I < N. */
+static int parse_shard(const char *value, void *target, char *why, size_t size) {
+    int *index_and_count = target;
+    const char *slash = strchr(value, '/');
+    char index_text[32];
+    int64_t index = -1, count = 0;
+    if (slash && (size_t)(slash - value) < sizeof index_text) {
+        memcpy(index_text, value, (size_t)(slash - value));
+        index_text[slash - value] = 0;
+        if (kvc_parse_int64_text(index_text, &index) || kvc_parse_int64_text(slash + 1, &count)) count = 0;
+    }
+    if (count < 1 || count > INT32_MAX || index < 0 || index >= count) {
+        snprintf(why, size, "--shard takes I/N with 0 <= I < N, e.g. --shard 0/4, not '%s'", value);
+        return -1;
+    }
+    index_and_count[0] = (int)index;
+    index_and_count[1] = (int)count;
+    return 0;
 }
 
 static int parse_options(int argc, char **argv, fuzz_options *o) {
@@ -482,62 +505,52 @@ static int parse_options(int argc, char **argv, fuzz_options *o) {
                         .threads = 1, .max_failures = 10, .invalid_per_mille = DEFAULT_INVALID_PER_MILLE,
                         .metamorphic_per_mille = DEFAULT_METAMORPHIC_PER_MILLE,
                         .shrink_seconds = 5, .save_dir = "fixtures/regressions", .json_path = "reports/fuzz-summary.json"};
-    if (o->jobs > MAX_JOBS) o->jobs = MAX_JOBS;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i], *next = i + 1 < argc ? argv[i + 1] : NULL;
-#define VALUE() (next ? (i++, next) : (fprintf(stderr, "kvcmp fuzz: %s needs a value (see kvcmp fuzz --help)\n", a), (const char *)NULL))
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) { usage(); return 1; }
-        else if (strcmp(a, "--list") == 0) {
-            printf("variants (--stage):\n");
-            for (int v = 0; v < kvc_variant_count(); v++) printf("  %s\n", kvc_variant(v)->name);
-            printf("value families (--family):\n");
-            for (int f = 0; f < KVC_FAM_COUNT; f++) printf("  %s\n", kvc_family_name(f));
-            return 1;
-        } else if (strcmp(a, "--quiet") == 0) o->quiet = 1;
-        else {
-            const char *value = VALUE();
-            if (!value) return 2;
-            if (strcmp(a, "--seed") == 0) o->seed = strtoull(value, NULL, 0);
-            else if (strcmp(a, "--cases") == 0) o->cases = atoll(value);
-            else if (strcmp(a, "--seconds") == 0) { o->seconds = atof(value); o->cases = -1; }
-            else if (strcmp(a, "--only") == 0) o->only = atoll(value);
-            else if (strcmp(a, "--threads") == 0) o->threads = atoi(value);
-            else if (strcmp(a, "--jobs") == 0) o->jobs = atoi(value);
-            else if (strcmp(a, "--max-failures") == 0) o->max_failures = atoi(value);
-            else if (strcmp(a, "--invalid-rate") == 0) o->invalid_per_mille = atoi(value);
-            else if (strcmp(a, "--metamorphic-rate") == 0) o->metamorphic_per_mille = atoi(value);
-            else if (strcmp(a, "--shrink-seconds") == 0) o->shrink_seconds = atof(value);
-            else if (strcmp(a, "--save") == 0) o->save_dir = value;
-            else if (strcmp(a, "--json") == 0) o->json_path = value;
-            else if (strcmp(a, "--candidate") == 0) o->candidate_name = value;
-            else if (strcmp(a, "--stage") == 0) o->stage_list = value;
-            else if (strcmp(a, "--family") == 0) o->family_list = value;
-            else if (strcmp(a, "--shard") == 0) {
-                if (sscanf(value, "%d/%d", &o->shard_index, &o->shard_count) != 2 || o->shard_count < 1 || o->shard_index < 0 ||
-                    o->shard_index >= o->shard_count) {
-                    fprintf(stderr, "kvcmp fuzz: --shard takes I/N with 0 <= I < N, e.g. --shard 0/4\n");
-                    return 2;
-                }
-            } else if (strcmp(a, "--policy") == 0) {
-                if (strcmp(value, "exact") == 0) o->policy = KVC_POLICY_EXACT;
-                else if (strcmp(value, "vllm") == 0) o->policy = KVC_POLICY_VLLM;
-                else { fprintf(stderr, "kvcmp fuzz: unknown policy '%s' (exact or vllm)\n", value); return 2; }
-            } else { fprintf(stderr, "kvcmp fuzz: unknown option %s (see kvcmp fuzz --help)\n", a); return 2; }
-        }
-#undef VALUE
+    int shard[2] = {0, 1}, cases_given = 0, seconds_given = 0, list = 0;
+    const kvc_option options[] = {
+        {"seed", KVC_OPT_UINT64, .target = &o->seed},
+        {"cases", KVC_OPT_INT64, .target = &o->cases, .min = 0, .max = INT64_MAX, .given = &cases_given},
+        {"seconds", KVC_OPT_DOUBLE, .target = &o->seconds, .low = 0.001, .high = 1e7, .given = &seconds_given},
+        {"only", KVC_OPT_INT64, .target = &o->only, .min = 0, .max = INT64_MAX},
+        {"threads", KVC_OPT_INT, .target = &o->threads, .min = 1, .max = 1024},
+        {"jobs", KVC_OPT_INT, .target = &o->jobs, .min = 1, .max = 1024},
+        {"max-failures", KVC_OPT_INT, .target = &o->max_failures, .min = 1, .max = INT32_MAX},
+        {"invalid-rate", KVC_OPT_INT, .target = &o->invalid_per_mille, .min = 0, .max = 1000},
+        {"metamorphic-rate", KVC_OPT_INT, .target = &o->metamorphic_per_mille, .min = 0, .max = 1000},
+        {"shrink-seconds", KVC_OPT_DOUBLE, .target = &o->shrink_seconds, .low = 0, .high = 1e7},
+        {"save", KVC_OPT_STRING, .target = &o->save_dir},
+        {"json", KVC_OPT_STRING, .target = &o->json_path},
+        {"candidate", KVC_OPT_STRING, .target = &o->candidate_name},
+        {"stage", KVC_OPT_STRING, .target = &o->stage_list},
+        {"family", KVC_OPT_STRING, .target = &o->family_list},
+        {"shard", KVC_OPT_CUSTOM, .target = shard, .parse = parse_shard},
+        {"policy", KVC_OPT_CUSTOM, .target = &o->policy, .parse = kvc_option_policy},
+        {"quiet", KVC_OPT_FLAG, .target = &o->quiet},
+        {"list", KVC_OPT_FLAG, .target = &list},
+        {NULL},
+    };
+    const kvc_command_line line = {"fuzz", options, usage, 0};
+    int status = kvc_parse_command_line(&line, argc, argv, NULL, &(int){0});
+    if (status) return status;
+    if (list) {
+        printf("variants (--stage):\n");
+        for (int v = 0; v < kvc_variant_count(); v++) printf("  %s\n", kvc_variant(v)->name);
+        printf("value families (--family):\n");
+        for (int f = 0; f < KVC_FAM_COUNT; f++) printf("  %s\n", kvc_family_name(f));
+        return KVC_OPTIONS_HELP;
     }
-    if (o->jobs < 1) o->jobs = 1;
+    o->shard_index = shard[0];
+    o->shard_count = shard[1];
+    if (seconds_given > cases_given) o->cases = -1;
     if (o->jobs > MAX_JOBS) o->jobs = MAX_JOBS;
-    if (o->threads < 1) o->threads = 1;
     if (o->stage_list) {
         char bad[128];
         o->variant_mask = kvc_variant_mask(o->stage_list, bad, sizeof bad);
-        if (!o->variant_mask) { fprintf(stderr, "kvcmp fuzz: --stage item '%s' matches no variant (see kvcmp fuzz --list)\n", bad); return 2; }
+        if (!o->variant_mask) return kvc_usage_error(&line, "--stage item '%s' matches no variant (kvcmp fuzz --list names them)", bad);
     }
     if (o->family_list) {
         char bad[128];
         o->family_mask = kvc_family_mask(o->family_list, bad, sizeof bad);
-        if (!o->family_mask) { fprintf(stderr, "kvcmp fuzz: --family item '%s' matches no value family (see kvcmp fuzz --list)\n", bad); return 2; }
+        if (!o->family_mask) return kvc_usage_error(&line, "--family item '%s' matches no value family (kvcmp fuzz --list names them)", bad);
     }
     return 0;
 }

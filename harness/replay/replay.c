@@ -9,6 +9,7 @@
 
 #include "kvcmp/validate.h"
 #include "kvcmp/backends.h"
+#include "harness/options/options.h"
 
 static int push(char ***dirs, int *count, int *capacity, const char *dir) {
     if (*count == *capacity) {
@@ -218,8 +219,8 @@ int kvc_replay_case(const char *dir, const kvc_replay_options *options, kvc_repl
     return failed;
 }
 
-static void usage(void) {
-    fprintf(stderr,
+static void usage(FILE *out) {
+    fprintf(out,
             "usage: kvcmp replay [--impl ref|opt|LIB.so] [--policy exact|vllm] [--page-padding BYTES] [--quiet] PATH...\n"
             "       kvcmp replay --outputs DIR [--policy exact|vllm] [--quiet] PATH...\n"
             "  PATH is a case directory (with case.json) or a tree of them; options may also follow\n"
@@ -230,49 +231,38 @@ static void usage(void) {
             "  is the expected side.\n");
 }
 
-static int parse_replay_arguments(int argc, char **argv, kvc_replay_options *options_out, char **paths, int *num_paths);
+/* --page-padding: whole cache lines, so that pages stay aligned. */
+static int parse_page_padding(const char *value, void *target, char *why, size_t size) {
+    int64_t bytes;
+    if (kvc_parse_int64_text(value, &bytes) || bytes < 0 || bytes % 64 || bytes > (1 << 30)) {
+        snprintf(why, size, "--page-padding must be a non-negative multiple of 64 (at most 2^30), not '%s'", value);
+        return -1;
+    }
+    *(int64_t *)target = bytes;
+    return 0;
+}
+
 static int replay_paths(char **paths, int num_paths, kvc_replay_options *options_in);
 
 int kvc_cmd_replay(int argc, char **argv) {
     kvc_replay_options options = {.impl_name = "ref", .policy = KVC_POLICY_EXACT};
+    const kvc_option table[] = {
+        {"impl", KVC_OPT_STRING, .target = &options.impl_name},
+        {"outputs", KVC_OPT_STRING, .target = &options.outputs_dir},
+        {"policy", KVC_OPT_CUSTOM, .target = &options.policy, .parse = kvc_option_policy},
+        {"page-padding", KVC_OPT_CUSTOM, .target = &options.page_padding, .parse = parse_page_padding},
+        {"quiet", KVC_OPT_FLAG, .target = &options.quiet},
+        {NULL},
+    };
+    const kvc_command_line line = {"replay", table, usage, -1};
     /* Options may come before or after the paths (`replay DIR --impl opt`
      * must not replay with the reference); after "--" everything is a
      * path. */
-    char **paths = calloc((size_t)argc + 1, sizeof *paths);
-    if (!paths) { fprintf(stderr, "kvcmp replay: out of memory\n"); return 2; }
-    int num_paths = 0, status = parse_replay_arguments(argc, argv, &options, paths, &num_paths);
-    if (status == 0) status = replay_paths(paths, num_paths, &options);
-    free(paths);
-    return status;
-}
-
-/* Fills options and the list of paths; 0, or 2 after printing why. */
-static int parse_replay_arguments(int argc, char **argv, kvc_replay_options *options_out, char **paths, int *num_paths) {
-    kvc_replay_options options = *options_out;
-    int only_paths = 0;
-    for (int i = 0; i < argc; i++) {
-        if (only_paths || argv[i][0] != '-') { paths[(*num_paths)++] = argv[i]; continue; }
-        if (strcmp(argv[i], "--") == 0) { only_paths = 1; continue; }
-        if (strcmp(argv[i], "--impl") == 0 && i + 1 < argc) options.impl_name = argv[++i];
-        else if (strcmp(argv[i], "--outputs") == 0 && i + 1 < argc) options.outputs_dir = argv[++i];
-        else if (strcmp(argv[i], "--policy") == 0 && i + 1 < argc) {
-            const char *p = argv[++i];
-            if (strcmp(p, "exact") == 0) options.policy = KVC_POLICY_EXACT;
-            else if (strcmp(p, "vllm") == 0) options.policy = KVC_POLICY_VLLM;
-            else { fprintf(stderr, "kvcmp replay: unknown policy '%s' (exact or vllm)\n", p); return 2; }
-        } else if (strcmp(argv[i], "--page-padding") == 0 && i + 1 < argc) {
-            options.page_padding = atoll(argv[++i]);
-            if (options.page_padding < 0 || options.page_padding % 64) { fprintf(stderr, "kvcmp replay: --page-padding must be a non-negative multiple of 64\n"); return 2; }
-        } else if (strcmp(argv[i], "--quiet") == 0) options.quiet = 1;
-        else {
-            fprintf(stderr, "kvcmp replay: unknown option '%s' (or one without its value)\n", argv[i]);
-            usage();
-            return 2;
-        }
-    }
-    if (*num_paths == 0) { usage(); return 2; }
-    *options_out = options;
-    return 0;
+    char *paths[argc + 1];
+    int num_paths = 0, status = kvc_parse_command_line(&line, argc, argv, paths, &num_paths);
+    if (status) return status == KVC_OPTIONS_HELP ? 0 : status;
+    if (num_paths == 0) return kvc_usage_error(&line, "no PATH to replay");
+    return replay_paths(paths, num_paths, &options);
 }
 
 /* Replays every case under the paths; 0 when all passed, else 1 (2 when

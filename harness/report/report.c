@@ -7,20 +7,22 @@
 #include <sys/stat.h>
 
 #include "cli/commands.h"
+#include "harness/options/options.h"
 
 #define DEFAULT_CASES_PER_FAMILY 2
 #define DEFAULT_SEED 20261129u
+#define MAX_PATHS 8
 
 typedef struct {
     const char *out_dir;
     int cases_per_family;
     uint64_t seed;
-    const char *paths[8];
+    const char *paths[MAX_PATHS];
     int num_paths;
 } report_options;
 
-static void usage(void) {
-    fprintf(stderr,
+static void usage(FILE *out) {
+    fprintf(out,
             "usage: kvcmp report precision [--out DIR] [--cases N] [--seed S]\n"
             "       kvcmp report parity [--out DIR] PATH...\n"
             "       kvcmp report [--out DIR] [--cases N] [--seed S] [PATH...]   (both)\n"
@@ -32,17 +34,18 @@ static void usage(void) {
             DEFAULT_CASES_PER_FAMILY);
 }
 
-static int parse(int argc, char **argv, report_options *o) {
+/* which: 1 precision (no paths), 2 parity or 0 both. */
+static int parse(int which, int argc, char **argv, report_options *o) {
     *o = (report_options){.out_dir = "reports", .cases_per_family = DEFAULT_CASES_PER_FAMILY, .seed = DEFAULT_SEED};
-    for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) o->out_dir = argv[++i];
-        else if (strcmp(argv[i], "--cases") == 0 && i + 1 < argc) o->cases_per_family = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) o->seed = strtoull(argv[++i], NULL, 0);
-        else if (argv[i][0] == '-') return -1;
-        else if (o->num_paths < 8) o->paths[o->num_paths++] = argv[i];
-        else return -1;
-    }
-    return o->cases_per_family >= 1 ? 0 : -1;
+    const kvc_option options[] = {
+        {"out", KVC_OPT_STRING, .target = &o->out_dir},
+        {"cases", KVC_OPT_INT, .target = &o->cases_per_family, .min = 1, .max = 1000},
+        {"seed", KVC_OPT_UINT64, .target = &o->seed},
+        {NULL},
+    };
+    const kvc_command_line line = {which == 1 ? "report precision" : which == 2 ? "report parity" : "report", options, usage,
+                                   which == 1 ? 0 : MAX_PATHS};
+    return kvc_parse_command_line(&line, argc, argv, (char **)o->paths, &o->num_paths);
 }
 
 static int run_precision(const report_options *o) {
@@ -60,7 +63,7 @@ static int run_parity(const report_options *o) {
     kvc_parity_report report;
     memset(&report, 0, sizeof report);
     char default_path[512];
-    const char *paths[8];
+    const char *paths[MAX_PATHS];
     int n = o->num_paths;
     memcpy(paths, o->paths, sizeof paths);
     if (n == 0) {
@@ -82,10 +85,9 @@ int kvc_cmd_report(int argc, char **argv) {
     int which = 0;   /* 0 both, 1 precision, 2 parity */
     if (argc > 0 && strcmp(argv[0], "precision") == 0) which = 1;
     else if (argc > 0 && strcmp(argv[0], "parity") == 0) which = 2;
-    else if (argc > 0 && (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0)) { usage(); return 0; }
     report_options o;
-    if (parse(argc - (which ? 1 : 0), argv + (which ? 1 : 0), &o)) { usage(); return 2; }
-    if (which == 1 && o.num_paths) { usage(); return 2; }
+    int status = parse(which, argc - (which ? 1 : 0), argv + (which ? 1 : 0), &o);
+    if (status) return status == KVC_OPTIONS_HELP ? 0 : status;
     mkdir(o.out_dir, 0777);
     int rc = 0;
     if (which != 2) rc |= run_precision(&o);
