@@ -33,7 +33,7 @@ Test(cli_bench, usage_errors) {
     char *help[] = {"--help"};
     run = support_capture(kvc_cmd_bench, ARGC(help), help);
     cr_expect_eq(run.status, 0);
-    expect_contains(run.err, "--reference-runs N", "stderr");
+    expect_contains(run.out, "--reference-runs N", "stdout");
     support_free_run(&run);
 }
 

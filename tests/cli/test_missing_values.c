@@ -75,7 +75,7 @@ Test(cli_report, option_without_its_value_and_short_help) {
     char *help[] = {"-h"};
     captured_run run = support_capture(kvc_cmd_report, ARGC(help), help);
     cr_expect_eq(run.status, 0);
-    expect_contains(run.err, "default $KVCMP_SHARED/vllm-cases, else ../shared/vllm-cases", "stderr");
+    expect_contains(run.out, "default $KVCMP_SHARED/vllm-cases, else ../shared/vllm-cases", "stdout");
     support_free_run(&run);
 }
 

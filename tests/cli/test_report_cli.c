@@ -18,7 +18,7 @@ Test(cli_report, usage_errors) {
     char *help[] = {"--help"};
     captured_run run = support_capture(kvc_cmd_report, ARGC(help), help);
     cr_expect_eq(run.status, 0);
-    expect_contains(run.err, "usage: kvcmp report", "stderr");
+    expect_contains(run.out, "usage: kvcmp report", "stdout");
     support_free_run(&run);
     char *option[] = {"precision", "--fast"};
     run = support_capture(kvc_cmd_report, ARGC(option), option);
