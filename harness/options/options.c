@@ -40,7 +40,7 @@ int kvc_parse_uint64_text(const char *text, uint64_t *out) {
     char *end;
     errno = 0;
     unsigned long long value = strtoull(text, &end, hex ? 16 : 10);
-    if (errno || *end || (hex && end == text + 2)) return -1;
+    if (errno || *end) return -1;
     *out = value;
     return 0;
 }
