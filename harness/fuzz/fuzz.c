@@ -7,6 +7,7 @@
  * per core) run cases and report through pipes: a candidate that crashes
  * takes down only its worker, and the case it was running is still
  * reported, saved and given a reproduction line. */
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <omp.h>
 #include <poll.h>
@@ -28,6 +29,7 @@
 #include "kvcmp/shrink.h"
 #include "harness/fuzz/history.h"
 #include "harness/options/options.h"
+#include "harness/report/run_info.h"
 
 #define MAX_JOBS 16
 #define MAX_REPORTED_FAILURES 64
@@ -76,6 +78,7 @@ static double now_seconds(void) {
 }
 
 static const char *policy_name(kvc_policy p) { return p == KVC_POLICY_VLLM ? "vllm" : "exact"; }
+static cJSON *options_json(const fuzz_options *o);
 
 /* ---- one case, inside a worker --------------------------------------- */
 
@@ -134,14 +137,19 @@ static void shrink_and_save(worker *w, kvc_gen_case *g, int64_t index, uint64_t 
     kvc_shrink_case(&g->c, still_fails, &ctx, w->o->shrink_seconds, &stats);
     m->tokens_before = stats.tokens_before;
     m->tokens_after = stats.tokens_after;
-    char meta[400];
-    snprintf(meta, sizeof meta,
-             "{\"generator\":\"kvcmp fuzz\",\"seed\":%llu,\"case\":%lld,\"variant\":\"%s\",\"family\":\"%s\",\"failure\":\"%s\","
-             "\"candidate\":\"%s\",\"shrink_attempts\":%d}",
-             (unsigned long long)w->o->seed, (long long)index, kvc_variant(g->variant)->name, kvc_family_name(g->family), m->kind,
-             w->o->candidate_name, stats.attempts);
+    cJSON *meta = cJSON_CreateObject();
+    cJSON_AddStringToObject(meta, "generator", "kvcmp fuzz");
+    cJSON_AddNumberToObject(meta, "seed", (double)w->o->seed);
+    cJSON_AddNumberToObject(meta, "case", (double)index);
+    cJSON_AddStringToObject(meta, "variant", kvc_variant(g->variant)->name);
+    cJSON_AddStringToObject(meta, "family", kvc_family_name(g->family));
+    cJSON_AddStringToObject(meta, "failure", m->kind);
+    cJSON_AddStringToObject(meta, "candidate", w->o->candidate_name);
+    cJSON_AddNumberToObject(meta, "shrink_attempts", stats.attempts);
+    cJSON_AddItemToObject(meta, "run", kvc_run_info(w->o->seed, 1, options_json(w->o)));
     free(g->c.meta_json);
-    g->c.meta_json = strdup(meta);
+    g->c.meta_json = cJSON_PrintUnformatted(meta);
+    cJSON_Delete(meta);
     kvc_fuzz_add_expected(w->target.reference, &g->c);
     char dir[400], error[512];
     case_dir(w->o, g, index, dir, sizeof dir);
@@ -396,68 +404,88 @@ static void print_summary(campaign *c, double elapsed) {
                c->o->save_dir[0] ? c->o->save_dir : "(not saved: --save was empty)");
 }
 
-static void json_string(FILE *f, const char *s) {
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\') fprintf(f, "\\%c", *s);
-        else if ((unsigned char)*s < 0x20) fprintf(f, "\\u%04x", *s);
-        else fputc(*s, f);
+static cJSON *tally_json(const tally *t) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "cases", (double)t->cases);
+    cJSON_AddNumberToObject(o, "invalid", (double)t->invalid);
+    cJSON_AddNumberToObject(o, "skipped", (double)t->skipped);
+    cJSON_AddNumberToObject(o, "failures", (double)t->failures);
+    return o;
+}
+
+/* The options that decide which cases ran and how: with the seed, what
+ * the run metadata needs to reproduce the campaign. */
+static cJSON *options_json(const fuzz_options *o) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "candidate", o->candidate_name);
+    cJSON_AddStringToObject(j, "policy", policy_name(o->policy));
+    if (o->only >= 0) cJSON_AddNumberToObject(j, "only", (double)o->only);
+    else if (o->cases >= 0) cJSON_AddNumberToObject(j, "cases", (double)o->cases);
+    else cJSON_AddNumberToObject(j, "seconds", o->seconds);
+    char shard[32];
+    snprintf(shard, sizeof shard, "%d/%d", o->shard_index, o->shard_count);
+    cJSON_AddStringToObject(j, "shard", shard);
+    cJSON_AddNumberToObject(j, "jobs", o->jobs);
+    cJSON_AddNumberToObject(j, "threads", o->threads);
+    cJSON_AddNumberToObject(j, "max_failures", o->max_failures);
+    cJSON_AddNumberToObject(j, "invalid_per_mille", o->invalid_per_mille);
+    cJSON_AddNumberToObject(j, "metamorphic_per_mille", o->metamorphic_per_mille);
+    if (o->stage_list) cJSON_AddStringToObject(j, "stage", o->stage_list);
+    if (o->family_list) cJSON_AddStringToObject(j, "family", o->family_list);
+    cJSON_AddStringToObject(j, "save", o->save_dir);
+    return j;
+}
+
+static cJSON *summary_json(campaign *c, double elapsed) {
+    const fuzz_options *o = c->o;
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "format", "kvcmp-fuzz-summary/1");
+    cJSON_AddItemToObject(root, "run", kvc_run_info(o->seed, 1, options_json(o)));
+    cJSON_AddNumberToObject(root, "seed", (double)o->seed);
+    cJSON_AddStringToObject(root, "candidate", c->candidate_label);
+    cJSON_AddStringToObject(root, "policy", policy_name(o->policy));
+    char shard[32];
+    snprintf(shard, sizeof shard, "%d/%d", o->shard_index, o->shard_count);
+    cJSON_AddStringToObject(root, "shard", shard);
+    cJSON_AddNumberToObject(root, "jobs", o->jobs);
+    cJSON_AddNumberToObject(root, "threads", o->threads);
+    cJSON_AddNumberToObject(root, "cases", (double)c->cases);
+    cJSON_AddNumberToObject(root, "seconds", elapsed);
+    cJSON_AddNumberToObject(root, "cases_per_second", elapsed > 0 ? (double)c->cases / elapsed : 0.0);
+    cJSON_AddNumberToObject(root, "failures", (double)c->failures);
+    cJSON_AddNumberToObject(root, "skipped", (double)c->skipped);
+    if (c->failures) cJSON_AddNumberToObject(root, "first_failure_seconds", c->first_failure_at);
+    cJSON *per_variant = cJSON_AddObjectToObject(root, "per_variant");
+    for (int v = 0; v < kvc_variant_count(); v++)
+        if (c->by_variant[v].cases) cJSON_AddItemToObject(per_variant, kvc_variant(v)->name, tally_json(&c->by_variant[v]));
+    cJSON *per_family = cJSON_AddObjectToObject(root, "per_family");
+    for (int f = 0; f < KVC_FAM_COUNT; f++)
+        if (c->by_family[f].cases) cJSON_AddItemToObject(per_family, kvc_family_name(f), tally_json(&c->by_family[f]));
+    cJSON *list = cJSON_AddArrayToObject(root, "failure_list");
+    for (int i = 0; i < c->num_failures_listed; i++) {
+        failure *x = &c->failures_list[i];
+        char repro[600];
+        repro_fuzz(c, x->result.index, repro, sizeof repro);
+        cJSON *item = cJSON_CreateObject();
+        cJSON_AddNumberToObject(item, "case", (double)x->result.index);
+        cJSON_AddStringToObject(item, "variant", kvc_variant(x->result.variant)->name);
+        cJSON_AddStringToObject(item, "family", kvc_family_name(x->result.family));
+        cJSON_AddStringToObject(item, "kind", x->result.kind);
+        cJSON_AddNumberToObject(item, "seconds", x->result.at_seconds);
+        cJSON_AddStringToObject(item, "detail", x->result.detail);
+        cJSON_AddStringToObject(item, "saved", x->saved);
+        cJSON_AddStringToObject(item, "repro", repro);
+        cJSON_AddItemToArray(list, item);
     }
-    fputc('"', f);
+    return root;
 }
 
 static void write_json(campaign *c, double elapsed) {
     const fuzz_options *o = c->o;
     if (!o->json_path || !o->json_path[0]) return;
-    char parent[1024];
-    snprintf(parent, sizeof parent, "%s", o->json_path);
-    char *slash = strrchr(parent, '/');
-    if (slash) { *slash = 0; mkdir(parent, 0777); }   /* reports/ on a fresh clone */
-    FILE *f = fopen(o->json_path, "w");
-    if (!f) { fprintf(stderr, "kvcmp fuzz: cannot write %s: %s (check that its directory exists)\n", o->json_path, strerror(errno)); return; }
-    fprintf(f, "{\n  \"format\": \"kvcmp-fuzz-summary/1\",\n  \"seed\": %llu,\n  \"candidate\": ", (unsigned long long)o->seed);
-    json_string(f, c->candidate_label);
-    fprintf(f, ",\n  \"policy\": \"%s\",\n  \"shard\": \"%d/%d\",\n  \"jobs\": %d,\n  \"threads\": %d,\n", policy_name(o->policy),
-            o->shard_index, o->shard_count, o->jobs, o->threads);
-    fprintf(f, "  \"cases\": %lld,\n  \"seconds\": %.3f,\n  \"cases_per_second\": %.1f,\n  \"failures\": %lld,\n  \"skipped\": %lld,\n",
-            (long long)c->cases, elapsed, elapsed > 0 ? (double)c->cases / elapsed : 0.0, (long long)c->failures, (long long)c->skipped);
-    if (c->failures) fprintf(f, "  \"first_failure_seconds\": %.3f,\n", c->first_failure_at);
-    fprintf(f, "  \"per_variant\": {");
-    int first = 1;
-    for (int v = 0; v < kvc_variant_count(); v++) {
-        tally *t = &c->by_variant[v];
-        if (!t->cases) continue;
-        fprintf(f, "%s\n    \"%s\": {\"cases\": %lld, \"invalid\": %lld, \"skipped\": %lld, \"failures\": %lld}", first ? "" : ",",
-                kvc_variant(v)->name, (long long)t->cases, (long long)t->invalid, (long long)t->skipped, (long long)t->failures);
-        first = 0;
-    }
-    fprintf(f, "\n  },\n  \"per_family\": {");
-    first = 1;
-    for (int fam = 0; fam < KVC_FAM_COUNT; fam++) {
-        tally *t = &c->by_family[fam];
-        if (!t->cases) continue;
-        fprintf(f, "%s\n    \"%s\": {\"cases\": %lld, \"invalid\": %lld, \"skipped\": %lld, \"failures\": %lld}", first ? "" : ",",
-                kvc_family_name(fam), (long long)t->cases, (long long)t->invalid, (long long)t->skipped, (long long)t->failures);
-        first = 0;
-    }
-    fprintf(f, "\n  },\n  \"failure_list\": [");
-    for (int i = 0; i < c->num_failures_listed; i++) {
-        failure *x = &c->failures_list[i];
-        char repro[600];
-        repro_fuzz(c, x->result.index, repro, sizeof repro);
-        fprintf(f, "%s\n    {\"case\": %lld, \"variant\": \"%s\", \"family\": \"%s\", \"kind\": ", i ? "," : "", (long long)x->result.index,
-                kvc_variant(x->result.variant)->name, kvc_family_name(x->result.family));
-        json_string(f, x->result.kind);
-        fprintf(f, ", \"seconds\": %.3f, \"detail\": ", x->result.at_seconds);
-        json_string(f, x->result.detail);
-        fprintf(f, ", \"saved\": ");
-        json_string(f, x->saved);
-        fprintf(f, ", \"repro\": ");
-        json_string(f, repro);
-        fprintf(f, "}");
-    }
-    fprintf(f, "\n  ]\n}\n");
-    fclose(f);
+    char error[1200];
+    if (kvc_write_json_file(o->json_path, summary_json(c, elapsed), error, sizeof error))
+        fprintf(stderr, "kvcmp fuzz: %s\n", error);
 }
 
 /* ---- options ---------------------------------------------------------- */

@@ -3,6 +3,7 @@
  * microseconds per element; the value families are what matter. */
 #include "harness/report/corpus.h"
 
+#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -155,10 +156,13 @@ static float *put_cos_sin(kvc_case *c, generator *g, int64_t rows) {
 static void set_source(kvc_case *c, kvc_corpus_variant v, kvc_corpus_family f, uint64_t seed) {
     snprintf(c->source, sizeof c->source, "kvcmp-precision (%s, family %s, seed %llu)", variants[v].name, family_names[f],
              (unsigned long long)seed);
-    char meta[256];
-    snprintf(meta, sizeof meta, "{\"generator\":\"kvcmp report precision\",\"variant\":\"%s\",\"family\":\"%s\",\"seed\":%llu}",
-             variants[v].slug, family_names[f], (unsigned long long)seed);
-    c->meta_json = strdup(meta);
+    cJSON *meta = cJSON_CreateObject();
+    cJSON_AddStringToObject(meta, "generator", "kvcmp report precision");
+    cJSON_AddStringToObject(meta, "variant", variants[v].slug);
+    cJSON_AddStringToObject(meta, "family", family_names[f]);
+    cJSON_AddNumberToObject(meta, "seed", (double)seed);
+    c->meta_json = cJSON_PrintUnformatted(meta);
+    cJSON_Delete(meta);
 }
 
 /* ---- stages -------------------------------------------------------- */

@@ -12,6 +12,7 @@
 #include "harness/report/report.h"
 #include "harness/report/oracle.h"
 #include "harness/report/svg.h"
+#include "harness/report/run_info.h"
 
 static FILE *open_out(const char *out_dir, const char *name) {
     char path[1024];
@@ -239,6 +240,9 @@ static cJSON *stats_json(const kvc_error_stats *s) {
 static cJSON *precision_json(const kvc_precision_report *r, const char *when) {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "format", "kvcmp-precision/1");
+    cJSON *options = cJSON_CreateObject();
+    cJSON_AddNumberToObject(options, "cases_per_family", r->cases_per_family);
+    cJSON_AddItemToObject(root, "run", kvc_run_info(r->seed, 1, options));
     cJSON_AddStringToObject(root, "generated", when);
     cJSON_AddNumberToObject(root, "seed", (double)r->seed);
     cJSON_AddNumberToObject(root, "cases_per_family", r->cases_per_family);
@@ -454,6 +458,9 @@ static void parity_html(FILE *f, const kvc_parity_report *r, const char *when) {
 static cJSON *parity_json(const kvc_parity_report *r, const char *when) {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "format", "kvcmp-parity/1");
+    cJSON *options = cJSON_CreateObject(), *paths = cJSON_AddArrayToObject(options, "paths");
+    for (int i = 0; i < r->num_paths; i++) cJSON_AddItemToArray(paths, cJSON_CreateString(r->paths[i]));
+    cJSON_AddItemToObject(root, "run", kvc_run_info(0, 0, options));
     cJSON_AddStringToObject(root, "generated", when);
     cJSON_AddNumberToObject(root, "cases", r->cases);
     cJSON_AddNumberToObject(root, "cases_identical", r->cases_identical);

@@ -25,6 +25,7 @@ static void usage(FILE *out) {
     fprintf(out,
             "usage: kvcmp report precision [--out DIR] [--cases N] [--seed S]\n"
             "       kvcmp report parity [--out DIR] PATH...\n"
+            "       kvcmp report mutants --limit SECONDS [--json FILE] [--junit FILE] DIR   (see --help there)\n"
             "       kvcmp report [--out DIR] [--cases N] [--seed S] [PATH...]   (both)\n"
             "  precision: the reference against an MPFR oracle on a seeded corpus,\n"
             "             N cases per stage variant and value family (default %d).\n"
@@ -83,6 +84,7 @@ static int run_parity(const report_options *o) {
 
 int kvc_cmd_report(int argc, char **argv) {
     int which = 0;   /* 0 both, 1 precision, 2 parity */
+    if (argc > 0 && strcmp(argv[0], "mutants") == 0) return kvc_report_mutants(argc - 1, argv + 1);
     if (argc > 0 && strcmp(argv[0], "precision") == 0) which = 1;
     else if (argc > 0 && strcmp(argv[0], "parity") == 0) which = 2;
     report_options o;

@@ -146,4 +146,8 @@ void kvc_parity_free(kvc_parity_report *report);
 int kvc_render_precision(const kvc_precision_report *report, const char *out_dir);
 int kvc_render_parity(const kvc_parity_report *report, const char *out_dir);
 
+/* ---- the mutant check's verdict (mutants.c) ----------------------------- */
+
+int kvc_report_mutants(int argc, char **argv);
+
 #endif

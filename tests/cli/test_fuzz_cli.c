@@ -1,6 +1,8 @@
 /* kvcmp fuzz through its C entry point: exit codes, summaries, files written. */
 #include <sys/stat.h>
 
+#include <cjson/cJSON.h>
+
 #include "tests/cli/cli_support.h"
 
 #include "kvcmp/validate.h"
@@ -65,10 +67,18 @@ Test(cli_fuzz, tiny_campaign_writes_its_summary, .timeout = 60) {
     expect_contains(run.out, "per variant", "stdout");
     cr_assert(support_file_exists(json), "%s not written", json);
     char *text = support_read_file(json);
-    expect_contains(text, "\"format\": \"kvcmp-fuzz-summary/1\"", json);
-    expect_contains(text, "\"cases\": 6,", json);
-    expect_contains(text, "\"failures\": 0,", json);
-    expect_contains(text, "\"failure_list\": [\n  ]", json);
+    cJSON *summary = cJSON_Parse(text);
+    cr_assert_not_null(summary, "%s is not JSON", json);
+    cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(summary, "format")), "kvcmp-fuzz-summary/1");
+    cr_expect_eq(cJSON_GetNumberValue(cJSON_GetObjectItem(summary, "cases")), 6);
+    cr_expect_eq(cJSON_GetNumberValue(cJSON_GetObjectItem(summary, "failures")), 0);
+    cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItem(summary, "failure_list")), 0);
+    /* The run metadata: which kvcmp, and the options that chose the cases. */
+    cJSON *run_info = cJSON_GetObjectItem(summary, "run"), *options = cJSON_GetObjectItem(run_info, "options");
+    cr_expect(cJSON_GetStringValue(cJSON_GetObjectItem(run_info, "commit")) != NULL, "%s", text);
+    cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(options, "stage")), "v41.rope_plain,v4.save");
+    cr_expect_eq(cJSON_GetNumberValue(cJSON_GetObjectItem(options, "invalid_per_mille")), 500);
+    cJSON_Delete(summary);
     free(text);
     support_free_run(&run);
     support_remove_tree(dir);
@@ -113,8 +123,13 @@ Test(cli_fuzz, mutant_candidate_fails_and_is_saved, .timeout = 120) {
     expect_contains(run.out, "  shrunk case ", "stdout");
     expect_contains(run.out, "__REPRO: build/kvcmp replay --impl build/mutants/fp8_truncation.so --policy exact --page-padding 64 ", "stdout");
     char *text = support_read_file(json);
-    expect_contains(text, "\"failure_list\": [\n    {\"case\": ", json);
-    expect_contains(text, "\"first_failure_seconds\"", json);
+    cJSON *summary = cJSON_Parse(text);
+    cr_assert_not_null(summary, "%s is not JSON", json);
+    cJSON *first = cJSON_GetArrayItem(cJSON_GetObjectItem(summary, "failure_list"), 0);
+    cr_expect(cJSON_IsNumber(cJSON_GetObjectItem(first, "case")), "%s", text);
+    cr_expect(cJSON_IsNumber(cJSON_GetObjectItem(summary, "first_failure_seconds")), "%s", text);
+    cr_expect_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(summary, "run"), "seed")->valuestring, "1");
+    cJSON_Delete(summary);
     free(text);
     char **dirs;
     int n = kvc_find_cases(save, &dirs);

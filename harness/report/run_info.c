@@ -1,0 +1,136 @@
+/* Run metadata: see run_info.h.  The build facts come from
+ * build_info.h, which the Makefile regenerates when the commit or the
+ * flags change; a build without it (fuzz/build.sh, a plain compile)
+ * still says which compiler made it. */
+#include "harness/report/run_info.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#if defined(__has_include)
+#if __has_include("build_info.h")
+#include "build_info.h"
+#endif
+#endif
+
+#ifndef KVCMP_VERSION_STRING
+#define KVCMP_VERSION_STRING "unknown"
+#endif
+#ifndef KVCMP_COMMIT
+#define KVCMP_COMMIT "unknown"
+#endif
+#ifndef KVCMP_BUILD_FLAGS
+#define KVCMP_BUILD_FLAGS "unknown"
+#define KVCMP_SANITIZED_FLAGS "unknown"
+#endif
+/* The test objects are built with the sanitizers, the release ones without. */
+#if defined(__SANITIZE_ADDRESS__)
+#define COMPILE_FLAGS KVCMP_SANITIZED_FLAGS
+#else
+#define COMPILE_FLAGS KVCMP_BUILD_FLAGS
+#endif
+
+const char *kvc_version_string(void) { return KVCMP_VERSION_STRING; }
+const char *kvc_build_commit(void) { return KVCMP_COMMIT; }
+const char *kvc_build_flags(void) { return COMPILE_FLAGS; }
+
+const char *kvc_build_compiler(void) {
+#if defined(__clang__)
+    return "clang " __clang_version__;
+#elif defined(__GNUC__)
+    return "gcc " __VERSION__;
+#else
+    return "unknown";
+#endif
+}
+
+void kvc_cpu_model(char *out, size_t size) {
+    snprintf(out, size, "unknown");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        char *colon = strchr(line, ':');
+        if (strncmp(line, "model name", 10) != 0 || !colon) continue;
+        colon += 1 + (colon[1] == ' ');
+        colon[strcspn(colon, "\n")] = 0;
+        snprintf(out, size, "%s", colon);
+        break;
+    }
+    fclose(f);
+}
+
+/* The process's own arguments, as the shell passed them. */
+static cJSON *command_line(void) {
+    cJSON *args = cJSON_CreateArray();
+    FILE *f = fopen("/proc/self/cmdline", "r");
+    if (!f) return args;
+    char arg[4096];
+    size_t n = 0;
+    int ch;
+    while ((ch = fgetc(f)) != EOF) {
+        if (ch && n + 1 < sizeof arg) { arg[n++] = (char)ch; continue; }
+        if (ch) continue;   /* longer than arg: truncated */
+        arg[n] = 0;
+        cJSON_AddItemToArray(args, cJSON_CreateString(arg));
+        n = 0;
+    }
+    fclose(f);
+    return args;
+}
+
+cJSON *kvc_run_info(uint64_t seed, int has_seed, cJSON *options) {
+    cJSON *info = cJSON_CreateObject();
+    cJSON_AddStringToObject(info, "kvcmp_version", kvc_version_string());
+    cJSON_AddStringToObject(info, "commit", kvc_build_commit());
+    cJSON_AddStringToObject(info, "compiler", kvc_build_compiler());
+    cJSON_AddStringToObject(info, "flags", kvc_build_flags());
+    char cpu[256];
+    kvc_cpu_model(cpu, sizeof cpu);
+    cJSON_AddStringToObject(info, "cpu", cpu);
+    cJSON_AddItemToObject(info, "command_line", command_line());
+    char when[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    cJSON_AddStringToObject(info, "started", when);
+    /* A JSON number is a double: a 64-bit seed goes as a string too. */
+    if (has_seed) {
+        char text[32];
+        snprintf(text, sizeof text, "%llu", (unsigned long long)seed);
+        cJSON_AddStringToObject(info, "seed", text);
+    }
+    cJSON_AddItemToObject(info, "options", options ? options : cJSON_CreateObject());
+    return info;
+}
+
+/* The directory that holds path, when its own parent exists. */
+void kvc_make_parent_dir(const char *path) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash || slash == dir) return;
+    *slash = 0;
+    mkdir(dir, 0777);
+}
+
+int kvc_write_json_file(const char *path, cJSON *root, char *error, size_t error_size) {
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    if (!text) { snprintf(error, error_size, "cannot write %s: out of memory", path); return -1; }
+    kvc_make_parent_dir(path);
+    FILE *f = fopen(path, "w");
+    int ok = f && fprintf(f, "%s\n", text) >= 0;
+    if (f && fclose(f)) ok = 0;
+    free(text);
+    if (!ok) {
+        snprintf(error, error_size, "cannot write %s: %s (give a path in a writable directory)", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
