@@ -31,10 +31,13 @@ KVCMP_VERSION := 1.0.0
 KVCMP_SOVERSION := 1
 
 # The version that `kvcmp --version` prints: KVCMP_VERSION and the git
-# commit of the checkout, when there is one.  harness/options/version.c
-# alone carries them; the stamp rebuilds it when either changes.
+# commit of the checkout, when there is one, and the compile flags for the
+# run metadata of every JSON and JUnit file (harness/report/run_info.c).
+# harness/options/version.c alone carries them; the stamp rebuilds it
+# when any of them changes.
 KVCMP_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null)
-VERSION_DEFINES := -DKVCMP_VERSION='"$(KVCMP_VERSION)"' $(if $(KVCMP_COMMIT),-DKVCMP_COMMIT='"$(KVCMP_COMMIT)"')
+VERSION_DEFINES := -DKVCMP_VERSION='"$(KVCMP_VERSION)"' $(if $(KVCMP_COMMIT),-DKVCMP_COMMIT='"$(KVCMP_COMMIT)"') \
+  -DKVCMP_BUILD_FLAGS='"$(CC) $(STD_FLAGS) $(OPT_FLAGS)"' -DKVCMP_SANITIZED_FLAGS='"$(CC) $(STD_FLAGS) $(TEST_OPT_FLAGS) $(SANITIZE)"'
 VERSION_OBJECTS := $(BUILD)/obj/harness/options/version.o $(BUILD)/asan/harness/options/version.o
 $(VERSION_OBJECTS): STD_FLAGS += $(VERSION_DEFINES)
 $(VERSION_OBJECTS): $(BUILD)/version.stamp

@@ -1,7 +1,6 @@
-/* Run metadata: see run_info.h.  The build facts come from
- * build_info.h, which the Makefile regenerates when the commit or the
- * flags change; a build without it (fuzz/build.sh, a plain compile)
- * still says which compiler made it. */
+/* Run metadata: see run_info.h.  The version, commit and flags come from
+ * harness/options/version.c, the one object the Makefile gives them to;
+ * the compiler is the one compiling this file. */
 #include "harness/report/run_info.h"
 
 #include <errno.h>
@@ -10,33 +9,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
-
-#if defined(__has_include)
-#if __has_include("build_info.h")
-#include "build_info.h"
-#endif
-#endif
-
-#ifndef KVCMP_VERSION_STRING
-#define KVCMP_VERSION_STRING "unknown"
-#endif
-#ifndef KVCMP_COMMIT
-#define KVCMP_COMMIT "unknown"
-#endif
-#ifndef KVCMP_BUILD_FLAGS
-#define KVCMP_BUILD_FLAGS "unknown"
-#define KVCMP_SANITIZED_FLAGS "unknown"
-#endif
-/* The test objects are built with the sanitizers, the release ones without. */
-#if defined(__SANITIZE_ADDRESS__)
-#define COMPILE_FLAGS KVCMP_SANITIZED_FLAGS
-#else
-#define COMPILE_FLAGS KVCMP_BUILD_FLAGS
-#endif
-
-const char *kvc_version_string(void) { return KVCMP_VERSION_STRING; }
-const char *kvc_build_commit(void) { return KVCMP_COMMIT; }
-const char *kvc_build_flags(void) { return COMPILE_FLAGS; }
 
 const char *kvc_build_compiler(void) {
 #if defined(__clang__)
@@ -85,7 +57,7 @@ static cJSON *command_line(void) {
 
 cJSON *kvc_run_info(uint64_t seed, int has_seed, cJSON *options) {
     cJSON *info = cJSON_CreateObject();
-    cJSON_AddStringToObject(info, "kvcmp_version", kvc_version_string());
+    cJSON_AddStringToObject(info, "kvcmp_version", kvc_build_version());
     cJSON_AddStringToObject(info, "commit", kvc_build_commit());
     cJSON_AddStringToObject(info, "compiler", kvc_build_compiler());
     cJSON_AddStringToObject(info, "flags", kvc_build_flags());

@@ -8,10 +8,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-const char *kvc_version_string(void);   /* "1.0.0" */
-const char *kvc_build_commit(void);     /* "e22509c1a2b3" (+"-dirty"), or "unknown" outside a git checkout */
+/* Defined in harness/options/version.c, with kvcmp --version's string. */
+const char *kvc_build_version(void);    /* "1.0.0" */
+const char *kvc_build_commit(void);     /* "e22509c1a2b3", or "unknown" outside a git checkout */
+const char *kvc_build_flags(void);      /* the compile line of this object's build */
+
 const char *kvc_build_compiler(void);   /* "gcc 12.2.0" */
-const char *kvc_build_flags(void);      /* the compile line's flags */
 void kvc_cpu_model(char *out, size_t size);   /* /proc/cpuinfo "model name", or "unknown" */
 
 /* {"kvcmp_version", "commit", "compiler", "flags", "cpu", "command_line",
