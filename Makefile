@@ -1,5 +1,18 @@
 # kvcmp build.  `make test` and `make fuzz` install missing Debian
 # packages first (make deps).  See README.md.
+#
+#   make                 build/kvcmp, build/libkvcmp.a and build/libkvcmp.so
+#   make test            the test suite, what CI runs (unit tests under
+#                        ASan/UBSan, corpus replay, fuzz and mutant checks,
+#                        the coverage gate)
+#   make deps            installs the Debian packages the build needs
+#   make lib             build/libkvcmp.a and build/libkvcmp.so only
+#   make exhaustive      format and vector-exp checks over all 2^32 inputs
+#   make clean           removes build/
+#   make help            this list
+#
+# Every goal, here and in mk/*.mk, is listed in a comment line
+# "#   make GOAL  what it does" at the top of its file: make help prints them.
 
 SHELL := bash
 CC ?= gcc
@@ -139,5 +152,11 @@ $(BUILD)/kvcmp-exhaustive: $(BUILD)/obj/tools/exhaustive.o $(BUILD)/libkvcmp.a
 
 clean:
 	rm -rf $(BUILD)
+
+# The "#   make GOAL" lines of the Makefile and mk/*.mk, with their
+# continuation lines.
+help:
+	@awk '/^#   make /{p=1; sub(/^#   /,"  "); print; next} p && /^#      /{sub(/^# /,""); print; next} {p=0}' $(MAKEFILE_LIST)
+	@echo "  Variables: V=1 shows compiler lines; SHARED=DIR replays newer corpora too; FUZZ_ARGS, BENCH_ARGS add options."
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,6 +1,10 @@
 # Reports (issue 6): precision of the reference against an MPFR oracle,
 # parity of the upstream cases with it, and coverage with enforced
 # thresholds.  Included by the main Makefile.
+#
+#   make report          reports/precision.* and reports/parity.*
+#   make coverage        the coverage build and gate, 95% lines / 85% branches
+#                        (part of make test)
 
 REPORT_DIR ?= reports
 # Cases per stage variant and value family of the precision corpus.
