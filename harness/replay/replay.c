@@ -10,6 +10,8 @@
 #include "kvcmp/validate.h"
 #include "kvcmp/backends.h"
 #include "harness/options/options.h"
+#include "harness/fuzz/run.h"
+#include "kvcmp/generate.h"
 
 static int push(char ***dirs, int *count, int *capacity, const char *dir) {
     if (*count == *capacity) {
@@ -179,56 +181,91 @@ static int judge_case(const kvc_case *c, const kvc_replay_options *options, char
     return failed;
 }
 
+/* Whether the case is one of the fuzzer's variants in mask: the same
+ * stage and, where the variant fixes them, ratio, head size and cache
+ * format. */
+static int case_selected(const kvc_case *c, uint64_t mask) {
+    if (!mask) return 1;
+    for (int v = 0; v < kvc_variant_count(); v++) {
+        const kvc_variant_info *info = kvc_variant(v);
+        if (!(mask >> v & 1) || info->stage != (int)c->stage) continue;
+        if (info->compress_ratio && info->compress_ratio != c->compress_ratio) continue;
+        if (c->stage <= KVC_STAGE_V4_FORWARD && info->head_dim != c->head_dim) continue;
+        if (c->stage == KVC_STAGE_V41_ROPE_PLAIN_INSERT && info->cache_dtype != (int)c->cache_dtype) continue;
+        return 1;
+    }
+    return 0;
+}
+
+/* Loads, runs and judges one case: the verdict, with why in detail. */
+static int replay_loaded_case(const char *dir, const kvc_replay_options *options, char *label, size_t label_size, char *detail,
+                              size_t size, kvc_compare_report *report) {
+    kvc_case c;
+    char error[512];
+    if (kvc_case_load(dir, &c, error, sizeof error)) {
+        snprintf(detail, size, "cannot load case: %s", error);
+        return KVC_REPLAY_FAIL;
+    }
+    kvc_case_source_label(&c, label, label_size);
+    int verdict = KVC_REPLAY_FAIL;
+    if (!case_selected(&c, options->variant_mask)) {
+        verdict = KVC_REPLAY_UNSELECTED;
+    } else if (unexpected_expected_output(&c, detail, size)) {
+        verdict = KVC_REPLAY_FAIL;
+    } else if (options->outputs_dir && kvc_load_outside_outputs(&c, options->outputs_dir, dir, error, sizeof error)) {
+        snprintf(detail, size, "cannot read the outside outputs: %s", error);
+    } else if (options->outputs_dir || kvc_has_outside_outputs(&c)) {
+        verdict = kvc_compare_outside(&c, options->policy, report, detail, size);
+    } else if (!kvc_backend_has_stage(options->backend, &c)) {
+        /* A partial library: the fuzzer skips such stages too. */
+        snprintf(detail, size, "%s offers no %s", options->impl_name, kvc_stage_name(c.stage));
+        verdict = KVC_REPLAY_SKIP;
+    } else {
+        verdict = judge_case(&c, options, detail, size, report);
+    }
+    kvc_case_free(&c);
+    return verdict;
+}
+
 int kvc_replay_case(const char *dir, const kvc_replay_options *options, kvc_replay_totals *totals,
                     kvc_compare_report *report_out) {
-    kvc_case c;
-    char error[512], label[64] = "unreadable";
+    char label[64] = "unreadable";
     kvc_compare_report report;
     memset(&report, 0, sizeof report);
-    int failed = 1;
     char detail[1400];
-    if (kvc_case_load(dir, &c, error, sizeof error)) {
-        snprintf(detail, sizeof detail, "cannot load case: %s", error);
-    } else {
-        kvc_case_source_label(&c, label, sizeof label);
-        if (unexpected_expected_output(&c, detail, sizeof detail)) {
-            failed = 1;
-        } else if (options->outputs_dir && kvc_load_outside_outputs(&c, options->outputs_dir, dir, error, sizeof error)) {
-            snprintf(detail, sizeof detail, "cannot read the outside outputs: %s", error);
-        } else if (options->outputs_dir || kvc_has_outside_outputs(&c)) {
-            failed = kvc_compare_outside(&c, options->policy, &report, detail, sizeof detail);
-        } else {
-            failed = judge_case(&c, options, detail, sizeof detail, &report);
-        }
-        kvc_case_free(&c);
-    }
+    int verdict = replay_loaded_case(dir, options, label, sizeof label, detail, sizeof detail, &report);
+    if (verdict == KVC_REPLAY_UNSELECTED) return verdict;
+    totals->selected++;
     kvc_source_tally *tally = tally_for(totals, label);
+    int failed = verdict == KVC_REPLAY_FAIL;
     if (failed) { totals->failed++; tally->failed++; }
+    else if (verdict == KVC_REPLAY_SKIP) { totals->skipped++; tally->skipped++; }
     else { totals->passed++; tally->passed++; }
-    if (options->silent) {
-        if (report_out) *report_out = report;
-        return failed;
-    }
-    if (failed || !options->quiet) printf("%s [%s] %s: %s\n", failed ? "FAIL" : "PASS", label, dir, detail);
+    if (report_out) *report_out = report;
+    if (options->silent) return verdict;
+    static const char *const words[] = {"PASS", "FAIL", "SKIP"};
+    if (failed || !options->quiet) printf("%s [%s] %s: %s\n", words[verdict], label, dir, detail);
     if (failed && options->outputs_dir)
         printf("  __REPRO: build/kvcmp replay --outputs %s --policy %s %s\n", options->outputs_dir, policy_name(options->policy), dir);
     else if (failed)
         printf("  __REPRO: build/kvcmp replay --impl %s --policy %s %s\n", options->impl_name, policy_name(options->policy), dir);
     fflush(stdout);
-    if (report_out) *report_out = report;
-    return failed;
+    return verdict;
 }
 
 static void usage(FILE *out) {
     fprintf(out,
-            "usage: kvcmp replay [--impl ref|opt|LIB.so] [--policy exact|vllm] [--page-padding BYTES] [--quiet] PATH...\n"
+            "usage: kvcmp replay [--impl ref|opt|LIB.so] [--policy exact|vllm] [--page-padding BYTES] [--stage LIST]\n"
+            "                    [--quiet] PATH...\n"
             "       kvcmp replay --outputs DIR [--policy exact|vllm] [--quiet] PATH...\n"
             "  PATH is a case directory (with case.json) or a tree of them; options may also follow\n"
             "  the paths, and every argument after -- is a path.\n"
             "  --outputs DIR: the outputs of an implementation that ran elsewhere, output NAME of case\n"
             "  directory .../CASE in DIR/CASE/NAME.npy (a case directory holding NAME.got.npy files is\n"
             "  compared the same way without --outputs); the reference runs on the case's inputs and\n"
-            "  is the expected side.\n");
+            "  is the expected side.\n"
+            "  --stage LIST: only cases of these variants (name prefixes as in kvcmp fuzz --stage,\n"
+            "  see kvcmp fuzz --list). Cases of a stage the implementation does not offer are skipped.\n");
 }
 
 /* --page-padding: whole cache lines, so that pages stay aligned. */
@@ -246,12 +283,14 @@ static int replay_paths(char **paths, int num_paths, kvc_replay_options *options
 
 int kvc_cmd_replay(int argc, char **argv) {
     kvc_replay_options options = {.impl_name = "ref", .policy = KVC_POLICY_EXACT};
+    const char *stage_list = NULL;
     const kvc_option table[] = {
         {"impl", KVC_OPT_STRING, .target = &options.impl_name},
         {"outputs", KVC_OPT_STRING, .target = &options.outputs_dir},
         {"policy", KVC_OPT_CUSTOM, .target = &options.policy, .parse = kvc_option_policy},
         {"page-padding", KVC_OPT_CUSTOM, .target = &options.page_padding, .parse = parse_page_padding},
         {"quiet", KVC_OPT_FLAG, .target = &options.quiet},
+        {"stage", KVC_OPT_STRING, .target = &stage_list},
         {NULL},
     };
     const kvc_command_line line = {"replay", table, usage, -1};
@@ -262,6 +301,11 @@ int kvc_cmd_replay(int argc, char **argv) {
     int num_paths = 0, status = kvc_parse_command_line(&line, argc, argv, paths, &num_paths);
     if (status) return status == KVC_OPTIONS_HELP ? 0 : status;
     if (num_paths == 0) return kvc_usage_error(&line, "no PATH to replay");
+    if (stage_list) {
+        char bad[128];
+        options.variant_mask = kvc_variant_mask(stage_list, bad, sizeof bad);
+        if (!options.variant_mask) return kvc_usage_error(&line, "--stage item '%s' matches no variant (kvcmp fuzz --list names them)", bad);
+    }
     return replay_paths(paths, num_paths, &options);
 }
 
@@ -284,9 +328,14 @@ static int replay_paths(char **paths, int num_paths, kvc_replay_options *options
         for (int k = 0; k < n; k++) kvc_replay_case(dirs[k], &options, &totals, NULL);
         kvc_free_case_list(dirs, n);
     }
+    if (options.variant_mask && totals.selected == 0) {
+        fprintf(stderr, "kvcmp replay: no case of the --stage variants under the paths given\n");
+        totals.failed++;
+    }
     if (totals.num_sources > 1)
         for (int i = 0; i < totals.num_sources; i++)
-            printf("source %-24s %d passed, %d failed\n", totals.sources[i].source, totals.sources[i].passed, totals.sources[i].failed);
-    printf("%d passed, %d failed\n", totals.passed, totals.failed);
+            printf("source %-24s %d passed, %d failed, %d skipped\n", totals.sources[i].source, totals.sources[i].passed,
+                   totals.sources[i].failed, totals.sources[i].skipped);
+    printf("%d passed, %d failed, %d skipped\n", totals.passed, totals.failed, totals.skipped);
     return totals.failed ? 1 : 0;
 }

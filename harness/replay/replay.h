@@ -12,17 +12,19 @@ typedef struct {
     int quiet;                    /* print only failures and the summary */
     int silent;                   /* print nothing (the caller reports) */
     const char *outputs_dir;      /* --outputs: outside outputs, see below */
+    uint64_t variant_mask;        /* --stage: the fuzzer's variants (kvc_variant_mask) to replay; 0 = all */
 } kvc_replay_options;
 
 /* Per-source tallies, for "counted per source" summaries. */
 #define KVC_REPLAY_MAX_SOURCES 32
 typedef struct {
     char source[64];
-    int passed, failed;
+    int passed, failed, skipped;
 } kvc_source_tally;
 
 typedef struct {
-    int passed, failed;
+    int passed, failed, skipped;
+    int selected;                 /* cases that --stage selected (all, without it) */
     int num_sources;
     kvc_source_tally sources[KVC_REPLAY_MAX_SOURCES];
 } kvc_replay_totals;
@@ -32,7 +34,12 @@ typedef struct {
 int kvc_find_cases(const char *path, char ***dirs);
 void kvc_free_case_list(char **dirs, int count);
 
-/* Replay one case: 0 pass, 1 fail.  Prints one line (and __REPRO on fail). */
+/* What kvc_replay_case made of a case. */
+enum { KVC_REPLAY_PASS = 0, KVC_REPLAY_FAIL = 1, KVC_REPLAY_SKIP = 2, KVC_REPLAY_UNSELECTED = 3 };
+
+/* Replay one case: KVC_REPLAY_PASS, _FAIL, _SKIP (the backend does not
+ * offer its stage) or _UNSELECTED (not a variant of variant_mask; not
+ * counted).  Prints one line (and __REPRO on fail). */
 int kvc_replay_case(const char *dir, const kvc_replay_options *options, kvc_replay_totals *totals,
                     kvc_compare_report *report_out);
 /* The source label of a case: the first word of case.json "source". */

@@ -44,9 +44,9 @@ Test(cli_replay, passing_cases_per_source, .timeout = 60) {
     cr_expect_eq(run.status, 0, "stdout:\n%s\nstderr:\n%s", run.out, run.err);
     expect_contains(run.out, "PASS [vllm-triton-h200] ", "stdout");
     expect_contains(run.out, "/nested/c: bit-exact", "stdout");
-    expect_contains(run.out, "source vllm-triton-h200         1 passed, 0 failed", "stdout");
-    expect_contains(run.out, "source vllm-eager-torch-cpu     2 passed, 0 failed", "stdout");
-    expect_contains(run.out, "\n3 passed, 0 failed\n", "stdout");
+    expect_contains(run.out, "source vllm-triton-h200         1 passed, 0 failed, 0 skipped", "stdout");
+    expect_contains(run.out, "source vllm-eager-torch-cpu     2 passed, 0 failed, 0 skipped", "stdout");
+    expect_contains(run.out, "\n3 passed, 0 failed, 0 skipped\n", "stdout");
     support_free_run(&run);
     support_remove_tree(root);
 }
@@ -61,13 +61,13 @@ Test(cli_replay, optimized_backend_passes_the_same_cases, .timeout = 60) {
     char *argv[] = {"--impl", "opt", "--quiet", root};
     captured_run run = support_capture(kvc_cmd_replay, ARGC(argv), argv);
     cr_expect_eq(run.status, 0, "stdout:\n%s", run.out);
-    cr_expect_str_eq(run.out, "2 passed, 0 failed\n", "--quiet prints only the summary when everything passes");
+    cr_expect_str_eq(run.out, "2 passed, 0 failed, 0 skipped\n", "--quiet prints only the summary when everything passes");
     support_free_run(&run);
     /* The same with the options after the path. */
     char *late[] = {root, "--impl", "opt"};
     run = support_capture(kvc_cmd_replay, ARGC(late), late);
     cr_expect_eq(run.status, 0, "stdout:\n%s", run.out);
-    expect_contains(run.out, "2 passed, 0 failed\n", "stdout");
+    expect_contains(run.out, "2 passed, 0 failed, 0 skipped\n", "stdout");
     support_free_run(&run);
     support_remove_tree(root);
 }
@@ -83,7 +83,7 @@ Test(cli_replay, a_changed_expected_byte_fails_with_its_location, .timeout = 60)
     expect_contains(run.out, "FAIL [spec-cases] ", "stdout");
     expect_contains(run.out, "; first: kv_cache row ", "stdout");
     expect_contains(run.out, "  __REPRO: build/kvcmp replay --impl ref --policy exact ", "stdout");
-    expect_contains(run.out, "0 passed, 1 failed\n", "stdout");
+    expect_contains(run.out, "0 passed, 1 failed, 0 skipped\n", "stdout");
     support_free_run(&run);
     support_remove_tree(root);
 }
@@ -107,7 +107,7 @@ Test(cli_replay, cases_without_expected_outputs, .timeout = 60) {
     cr_expect_eq(run.status, 1);
     expect_contains(run.out, "/rejected: rejected as expected, nothing written: ", "stdout");
     expect_contains(run.out, "/accepted: the case has no expected outputs (an input to reject), but the stage accepted it", "stdout");
-    expect_contains(run.out, "1 passed, 1 failed\n", "stdout");
+    expect_contains(run.out, "1 passed, 1 failed, 0 skipped\n", "stdout");
     support_free_run(&run);
     support_remove_tree(root);
 }
@@ -144,7 +144,7 @@ Test(cli_replay, rejected_case_with_expected_outputs_and_broken_cases, .timeout 
     expect_contains(run.out, "/broken: cannot load case: ", "stdout");
     expect_contains(run.out, "not valid JSON", "stdout");
     expect_contains(run.err, "kvcmp replay: no case directory (with case.json) under ", "stderr");
-    expect_contains(run.out, "0 passed, 3 failed\n", "stdout");
+    expect_contains(run.out, "0 passed, 3 failed, 0 skipped\n", "stdout");
     support_free_run(&run);
     support_remove_tree(root);
 }
