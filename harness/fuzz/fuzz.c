@@ -48,6 +48,7 @@ typedef struct {
     int metamorphic_per_mille;
     double shrink_seconds;
     const char *save_dir;
+    char default_save_dir[128];  /* build/fuzz-failures/CAMPAIGN, when --save is not given */
     const char *candidate_name;
     const char *json_path;
     const char *stage_list;
@@ -399,9 +400,14 @@ static void print_summary(campaign *c, double elapsed) {
     if (c->failures) printf(" (first after %.2f s)", c->first_failure_at);
     if (c->skipped) printf(", %lld cases skipped (stages the candidate lacks)", (long long)c->skipped);
     printf("\n");
-    if (c->failures)
-        printf("fuzz: each failure above has a __REPRO line; shrunk cases are under %s (replay them with build/kvcmp replay)\n",
-               c->o->save_dir[0] ? c->o->save_dir : "(not saved: --save was empty)");
+    if (!c->failures) return;
+    printf("fuzz: each failure above has a __REPRO line; shrunk cases are under %s (replay them with build/kvcmp replay)\n",
+           c->o->save_dir[0] ? c->o->save_dir : "(not saved: --save was empty)");
+    if (!c->o->save_dir[0] || strcmp(c->o->save_dir, "fixtures/regressions") == 0) return;
+    const char *example = NULL;
+    for (int i = 0; i < c->num_failures_listed && !example; i++)
+        if (c->failures_list[i].saved[0] && c->failures_list[i].saved[0] != '(') example = c->failures_list[i].saved;
+    if (example) printf("fuzz: to keep a case as a regression that make test replays from then on: cp -r %s fixtures/regressions/\n", example);
 }
 
 static cJSON *tally_json(const tally *t) {
@@ -499,7 +505,9 @@ static void usage(FILE *out) {
             "                  [--json FILE] [--quiet] [--list]\n"
             "  Runs generated cases through the reference and the candidate and compares every byte.\n"
             "  Defaults: --seed 1 --seconds 60 --candidate opt (else the reference against itself),\n"
-            "  --save fixtures/regressions, --json reports/fuzz-summary.json, --jobs = cores (at most %d), --threads 1.\n"
+            "  --save build/fuzz-failures/seedS-TIME-PID, --json reports/fuzz-summary.json,\n"
+            "  --jobs = cores (at most %d), --threads 1.  A case copied into fixtures/regressions (or saved\n"
+            "  there with --save fixtures/regressions) is replayed by make test from then on.\n"
             "  Of --cases and --seconds the one given last counts.\n"
             "  --stage takes variant name prefixes (see --list), e.g. v4.compress,v41.forward.\n"
             "  --max-failures N (default 10) stops the campaign once N failures are in; the cases the\n"
@@ -527,12 +535,26 @@ static int parse_shard(const char *value, void *target, char *why, size_t size) 
     return 0;
 }
 
+/* Failures go under build/, one folder per campaign (seed, start time,
+ * process), so that a campaign never writes into the checkout's tracked
+ * files; fixtures/regressions gets a case only when a user copies it
+ * there or names it with --save. */
+static void set_default_save_dir(fuzz_options *o) {
+    time_t now = time(NULL);
+    struct tm utc;
+    char stamp[32];
+    strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", gmtime_r(&now, &utc));
+    snprintf(o->default_save_dir, sizeof o->default_save_dir, "build/fuzz-failures/seed%llu-%s-%d", (unsigned long long)o->seed, stamp,
+             (int)getpid());
+    o->save_dir = o->default_save_dir;
+}
+
 static int parse_options(int argc, char **argv, fuzz_options *o) {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     *o = (fuzz_options){.seed = 1, .cases = -1, .seconds = 60, .only = -1, .shard_count = 1, .jobs = cores > 0 ? (int)cores : 1,
                         .threads = 1, .max_failures = 10, .invalid_per_mille = DEFAULT_INVALID_PER_MILLE,
                         .metamorphic_per_mille = DEFAULT_METAMORPHIC_PER_MILLE,
-                        .shrink_seconds = 5, .save_dir = "fixtures/regressions", .json_path = "reports/fuzz-summary.json"};
+                        .shrink_seconds = 5, .json_path = "reports/fuzz-summary.json"};
     int shard[2] = {0, 1}, cases_given = 0, seconds_given = 0, list = 0;
     const kvc_option options[] = {
         {"seed", KVC_OPT_UINT64, .target = &o->seed},
@@ -568,6 +590,7 @@ static int parse_options(int argc, char **argv, fuzz_options *o) {
     }
     o->shard_index = shard[0];
     o->shard_count = shard[1];
+    if (!o->save_dir) set_default_save_dir(o);
     if (seconds_given > cases_given) o->cases = -1;
     if (o->jobs > MAX_JOBS) o->jobs = MAX_JOBS;
     if (o->stage_list) {
