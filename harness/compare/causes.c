@@ -361,6 +361,19 @@ int64_t kvc_cause_counts(const kvc_case *c, const kvc_run_result *contract, cons
     return t.total;
 }
 
+void kvc_case_expected_view(const kvc_case *c, const kvc_run_result *like, kvc_run_result *view) {
+    memset(view, 0, sizeof *view);
+    for (int i = 0; i < like->num_outputs; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "%.40s.out", like->outputs[i].name);
+        const kvc_array *expected = kvc_case_get(c, name);
+        if (!expected) continue;
+        kvc_named_array *out = &view->outputs[view->num_outputs++];
+        snprintf(out->name, sizeof out->name, "%s", like->outputs[i].name);
+        out->array = *expected;
+    }
+}
+
 void kvc_cause_summary(const int64_t counts[KVC_CAUSE_COUNT], char *out, size_t size) {
     int used[KVC_CAUSE_COUNT] = {0};
     size_t n = 0;

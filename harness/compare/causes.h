@@ -77,6 +77,9 @@ int kvc_classify_output(const kvc_case *c, const char *name, const kvc_array *co
  * per cause into counts.  Returns the number of differing elements and rows. */
 int64_t kvc_cause_counts(const kvc_case *c, const kvc_run_result *contract, const kvc_run_result *other,
                          int64_t counts[KVC_CAUSE_COUNT]);
+/* A result whose outputs are the case's NAME.out tensors, for the outputs
+ * `like` has (shallow: it points into c, never free it). */
+void kvc_case_expected_view(const kvc_case *c, const kvc_run_result *like, kvc_run_result *view);
 /* "nan-to-448 x128, scale-follows x64" (the largest counts first), or "". */
 void kvc_cause_summary(const int64_t counts[KVC_CAUSE_COUNT], char *out, size_t size);
 

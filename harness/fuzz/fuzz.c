@@ -29,6 +29,7 @@
 #include "kvcmp/shrink.h"
 #include "harness/fuzz/history.h"
 #include "harness/options/options.h"
+#include "harness/report/junit.h"
 #include "harness/report/run_info.h"
 
 #define MAX_JOBS 16
@@ -51,6 +52,7 @@ typedef struct {
     char default_save_dir[128];  /* build/fuzz-failures/CAMPAIGN, when --save is not given */
     const char *candidate_name;
     const char *json_path;
+    const char *junit_path;
     const char *stage_list;
     const char *family_list;
     uint64_t variant_mask;
@@ -494,6 +496,47 @@ static void write_json(campaign *c, double elapsed) {
         fprintf(stderr, "kvcmp fuzz: %s\n", error);
 }
 
+/* The verdict for CI: a failed testcase per listed failure, with the
+ * difference and both __REPRO lines; a passed one per variant that ran
+ * without failure; a skipped one per variant the candidate lacks. */
+static int write_junit(campaign *c, double elapsed) {
+    const fuzz_options *o = c->o;
+    if (!o->junit_path) return 0;
+    kvc_junit *j = kvc_junit_new("kvcmp fuzz");
+    if (!j) return -1;
+    cJSON *info = kvc_run_info(o->seed, 1, options_json(o));
+    kvc_junit_properties(j, info);
+    cJSON_Delete(info);
+    for (int i = 0; i < c->num_failures_listed; i++) {
+        const failure *x = &c->failures_list[i];
+        char classname[96], name[160], repro[600], text[2400];
+        snprintf(classname, sizeof classname, "fuzz.%s", kvc_variant(x->result.variant)->name);
+        snprintf(name, sizeof name, "case %lld (family %s): %s", (long long)x->result.index, kvc_family_name(x->result.family),
+                 x->result.kind);
+        repro_fuzz(c, x->result.index, repro, sizeof repro);
+        int n = snprintf(text, sizeof text, "%s\n  __REPRO: %s\n", x->result.detail, repro);
+        if (x->saved[0] == '(') snprintf(text + n, sizeof text - (size_t)n, "  saved: %s\n", x->saved);
+        else if (x->saved[0])
+            snprintf(text + n, sizeof text - (size_t)n, "  saved to %s\n  __REPRO: build/kvcmp replay --impl %s --policy %s --page-padding %d %s\n",
+                     x->saved, o->candidate_name, policy_name(o->policy), REPLAY_PADDING, x->saved);
+        kvc_junit_fail(j, classname, name, 0, x->result.kind, x->result.detail, text);
+    }
+    for (int v = 0; v < kvc_variant_count(); v++) {
+        const tally *t = &c->by_variant[v];
+        char classname[96], name[96];
+        snprintf(classname, sizeof classname, "fuzz.%s", kvc_variant(v)->name);
+        snprintf(name, sizeof name, "%lld cases", (long long)t->cases);
+        if (!t->cases || t->failures) continue;
+        if (t->skipped == t->cases) kvc_junit_skip(j, classname, name, "the candidate does not offer this stage");
+        else kvc_junit_pass(j, classname, name, elapsed * (double)t->cases / (double)c->cases);
+    }
+    char error[1200];
+    int rc = kvc_junit_write(j, o->junit_path, error, sizeof error);
+    if (rc) fprintf(stderr, "kvcmp fuzz: %s\n", error);
+    kvc_junit_free(j);
+    return rc;
+}
+
 /* ---- options ---------------------------------------------------------- */
 
 static void usage(FILE *out) {
@@ -502,7 +545,7 @@ static void usage(FILE *out) {
             "                  [--shard I/N] [--save DIR] [--candidate LIB.so|opt|ref] [--policy exact|vllm]\n"
             "                  [--family LIST] [--only I] [--max-failures N] [--invalid-rate PER_MILLE]\n"
             "                  [--metamorphic-rate PER_MILLE] [--shrink-seconds T]\n"
-            "                  [--json FILE] [--quiet] [--list]\n"
+            "                  [--json FILE] [--junit FILE] [--quiet] [--list]\n"
             "  Runs generated cases through the reference and the candidate and compares every byte.\n"
             "  Defaults: --seed 1 --seconds 60 --candidate opt (else the reference against itself),\n"
             "  --save build/fuzz-failures/seedS-TIME-PID, --json reports/fuzz-summary.json,\n"
@@ -511,7 +554,10 @@ static void usage(FILE *out) {
             "  Of --cases and --seconds the one given last counts.\n"
             "  --stage takes variant name prefixes (see --list), e.g. v4.compress,v41.forward.\n"
             "  --max-failures N (default 10) stops the campaign once N failures are in; the cases the\n"
-            "  other jobs are running then still finish and are reported, so a few more can appear.\n",
+            "  other jobs are running then still finish and are reported, so a few more can appear.\n"
+            "  --junit FILE: JUnit XML for CI, a failed testcase per failure listed (its difference and\n"
+            "  __REPRO lines), a passed one per variant without failures, a skipped one per variant the\n"
+            "  candidate does not offer.\n",
             MAX_JOBS);
 }
 
@@ -569,6 +615,7 @@ static int parse_options(int argc, char **argv, fuzz_options *o) {
         {"shrink-seconds", KVC_OPT_DOUBLE, .target = &o->shrink_seconds, .low = 0, .high = 1e7},
         {"save", KVC_OPT_STRING, .target = &o->save_dir},
         {"json", KVC_OPT_STRING, .target = &o->json_path},
+        {"junit", KVC_OPT_STRING, .target = &o->junit_path},
         {"candidate", KVC_OPT_STRING, .target = &o->candidate_name},
         {"stage", KVC_OPT_STRING, .target = &o->stage_list},
         {"family", KVC_OPT_STRING, .target = &o->family_list},
@@ -734,7 +781,8 @@ int kvc_cmd_fuzz(int argc, char **argv) {
     show_progress(&c, 1);
     print_summary(&c, elapsed);
     write_json(&c, elapsed);
+    int junit_failed = write_junit(&c, elapsed) != 0;
     munmap((void *)stop, 4096);
     (void)self_check;
-    return c.failures ? 1 : 0;
+    return c.failures ? 1 : junit_failed ? 2 : 0;
 }

@@ -6,12 +6,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "kvcmp/validate.h"
 #include "kvcmp/backends.h"
 #include "harness/options/options.h"
 #include "harness/fuzz/run.h"
 #include "kvcmp/generate.h"
+#include "harness/compare/causes.h"
+#include "harness/report/junit.h"
+#include "harness/report/run_info.h"
 
 static int push(char ***dirs, int *count, int *capacity, const char *dir) {
     if (*count == *capacity) {
@@ -156,6 +160,21 @@ static int expected_rejection(const kvc_case *c, const kvc_run_result *result, c
 
 static const char *policy_name(kvc_policy policy) { return policy == KVC_POLICY_VLLM ? "vllm" : "exact"; }
 
+/* The causes of a failing case's differences (harness/compare/causes.c).
+ * The contract's side is the reference's run when replaying with it (the
+ * case's outputs are then an upstream's), else the case's own outputs. */
+static void difference_causes(const kvc_case *c, const kvc_replay_options *options, const kvc_run_result *result, char *out,
+                              size_t size) {
+    int64_t counts[KVC_CAUSE_COUNT];
+    kvc_run_result expected;
+    if (options->backend == &kvc_reference_backend) kvc_cause_counts(c, result, NULL, counts);
+    else {
+        kvc_case_expected_view(c, result, &expected);
+        kvc_cause_counts(c, &expected, result, counts);
+    }
+    kvc_cause_summary(counts, out, size);
+}
+
 /* Runs a loaded case and judges it: 0 pass, 1 fail, with why in detail. */
 static int judge_case(const kvc_case *c, const kvc_replay_options *options, char *detail, size_t size, kvc_compare_report *report) {
     kvc_run_options run = {.page_padding = options->page_padding, .canary = 0xA5, .keep_outputs_on_error = 1};
@@ -172,9 +191,10 @@ static int judge_case(const kvc_case *c, const kvc_replay_options *options, char
     } else {
         kvc_compare_outputs(c, &result, options->policy, report);
         failed = kvc_report_failed(report);
-        char summary[700];
+        char summary[700], causes[300] = "";
         kvc_report_summary(report, summary, sizeof summary);
-        if (failed) snprintf(detail, size, "%s; first: %s", summary, report->has_first ? report->first : "-");
+        if (failed) difference_causes(c, options, &result, causes, sizeof causes);
+        if (failed) snprintf(detail, size, "%s; first: %s%s%s", summary, report->has_first ? report->first : "-", causes[0] ? "; causes: " : "", causes);
         else snprintf(detail, size, "%s", summary[0] ? summary : "bit-exact");
     }
     kvc_run_result_free(&result);
@@ -227,8 +247,28 @@ static int replay_loaded_case(const char *dir, const kvc_replay_options *options
     return verdict;
 }
 
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* One case as a JUnit testcase: the source is the class, the directory
+ * the name; a failure's message is the classified difference. */
+static void junit_case(struct kvc_junit *junit, int verdict, const char *source, const char *dir, double seconds, const char *detail,
+                       const char *repro) {
+    char classname[96];
+    snprintf(classname, sizeof classname, "replay.%s", source);
+    if (verdict == KVC_REPLAY_PASS) { kvc_junit_pass(junit, classname, dir, seconds); return; }
+    if (verdict == KVC_REPLAY_SKIP) { kvc_junit_skip(junit, classname, dir, detail); return; }
+    char text[4000];
+    snprintf(text, sizeof text, "%s\n  __REPRO: %s\n", detail, repro);
+    kvc_junit_fail(junit, classname, dir, seconds, "difference", detail, text);
+}
+
 int kvc_replay_case(const char *dir, const kvc_replay_options *options, kvc_replay_totals *totals,
                     kvc_compare_report *report_out) {
+    double started = now_seconds();
     char label[64] = "unreadable";
     kvc_compare_report report;
     memset(&report, 0, sizeof report);
@@ -242,13 +282,15 @@ int kvc_replay_case(const char *dir, const kvc_replay_options *options, kvc_repl
     else if (verdict == KVC_REPLAY_SKIP) { totals->skipped++; tally->skipped++; }
     else { totals->passed++; tally->passed++; }
     if (report_out) *report_out = report;
+    char repro[2400];
+    if (options->outputs_dir)
+        snprintf(repro, sizeof repro, "build/kvcmp replay --outputs %s --policy %s %s", options->outputs_dir, policy_name(options->policy), dir);
+    else snprintf(repro, sizeof repro, "build/kvcmp replay --impl %s --policy %s %s", options->impl_name, policy_name(options->policy), dir);
+    if (options->junit) junit_case(options->junit, verdict, label, dir, now_seconds() - started, detail, repro);
     if (options->silent) return verdict;
     static const char *const words[] = {"PASS", "FAIL", "SKIP"};
     if (failed || !options->quiet) printf("%s [%s] %s: %s\n", words[verdict], label, dir, detail);
-    if (failed && options->outputs_dir)
-        printf("  __REPRO: build/kvcmp replay --outputs %s --policy %s %s\n", options->outputs_dir, policy_name(options->policy), dir);
-    else if (failed)
-        printf("  __REPRO: build/kvcmp replay --impl %s --policy %s %s\n", options->impl_name, policy_name(options->policy), dir);
+    if (failed) printf("  __REPRO: %s\n", repro);
     fflush(stdout);
     return verdict;
 }
@@ -256,8 +298,8 @@ int kvc_replay_case(const char *dir, const kvc_replay_options *options, kvc_repl
 static void usage(FILE *out) {
     fprintf(out,
             "usage: kvcmp replay [--impl ref|opt|LIB.so] [--policy exact|vllm] [--page-padding BYTES] [--stage LIST]\n"
-            "                    [--quiet] PATH...\n"
-            "       kvcmp replay --outputs DIR [--policy exact|vllm] [--quiet] PATH...\n"
+            "                    [--junit FILE] [--quiet] PATH...\n"
+            "       kvcmp replay --outputs DIR [--policy exact|vllm] [--junit FILE] [--quiet] PATH...\n"
             "  PATH is a case directory (with case.json) or a tree of them; options may also follow\n"
             "  the paths, and every argument after -- is a path.\n"
             "  --outputs DIR: the outputs of an implementation that ran elsewhere, output NAME of case\n"
@@ -265,7 +307,9 @@ static void usage(FILE *out) {
             "  compared the same way without --outputs); the reference runs on the case's inputs and\n"
             "  is the expected side.\n"
             "  --stage LIST: only cases of these variants (name prefixes as in kvcmp fuzz --stage,\n"
-            "  see kvcmp fuzz --list). Cases of a stage the implementation does not offer are skipped.\n");
+            "  see kvcmp fuzz --list). Cases of a stage the implementation does not offer are skipped.\n"
+            "  --junit FILE: JUnit XML for CI, one testcase per case (its source the class), a failure's\n"
+            "  message the classified difference and its text the __REPRO line.\n");
 }
 
 /* --page-padding: whole cache lines, so that pages stay aligned. */
@@ -281,6 +325,25 @@ static int parse_page_padding(const char *value, void *target, char *why, size_t
 
 static int replay_paths(char **paths, int num_paths, kvc_replay_options *options_in);
 
+/* The testcases collected while replaying, with the run metadata. */
+static int write_junit(kvc_replay_options *options, char **paths, int num_paths) {
+    cJSON *settings = cJSON_CreateObject(), *list = cJSON_AddArrayToObject(settings, "paths");
+    cJSON_AddStringToObject(settings, "impl", options->outputs_dir ? "(outside outputs)" : options->impl_name);
+    cJSON_AddStringToObject(settings, "policy", policy_name(options->policy));
+    cJSON_AddNumberToObject(settings, "page_padding", (double)options->page_padding);
+    if (options->outputs_dir) cJSON_AddStringToObject(settings, "outputs", options->outputs_dir);
+    for (int i = 0; i < num_paths; i++) cJSON_AddItemToArray(list, cJSON_CreateString(paths[i]));
+    cJSON *info = kvc_run_info(0, 0, settings);
+    kvc_junit_properties(options->junit, info);
+    cJSON_Delete(info);
+    char error[1200];
+    int rc = kvc_junit_write(options->junit, options->junit_path, error, sizeof error);
+    if (rc) fprintf(stderr, "kvcmp replay: %s\n", error);
+    kvc_junit_free(options->junit);
+    options->junit = NULL;
+    return rc;
+}
+
 int kvc_cmd_replay(int argc, char **argv) {
     kvc_replay_options options = {.impl_name = "ref", .policy = KVC_POLICY_EXACT};
     const char *stage_list = NULL;
@@ -291,6 +354,7 @@ int kvc_cmd_replay(int argc, char **argv) {
         {"page-padding", KVC_OPT_CUSTOM, .target = &options.page_padding, .parse = parse_page_padding},
         {"quiet", KVC_OPT_FLAG, .target = &options.quiet},
         {"stage", KVC_OPT_STRING, .target = &stage_list},
+        {"junit", KVC_OPT_STRING, .target = &options.junit_path},
         {NULL},
     };
     const kvc_command_line line = {"replay", table, usage, -1};
@@ -318,6 +382,7 @@ static int replay_paths(char **paths, int num_paths, kvc_replay_options *options
     if (!options.backend) { fprintf(stderr, "kvcmp replay: %s\n", error); return 2; }
     kvc_replay_totals totals;
     memset(&totals, 0, sizeof totals);
+    if (options.junit_path && !(options.junit = kvc_junit_new("kvcmp replay"))) { fprintf(stderr, "kvcmp replay: out of memory\n"); return 2; }
     for (int i = 0; i < num_paths; i++) {
         char **dirs;
         int n = kvc_find_cases(paths[i], &dirs);
@@ -337,5 +402,6 @@ static int replay_paths(char **paths, int num_paths, kvc_replay_options *options
             printf("source %-24s %d passed, %d failed, %d skipped\n", totals.sources[i].source, totals.sources[i].passed,
                    totals.sources[i].failed, totals.sources[i].skipped);
     printf("%d passed, %d failed, %d skipped\n", totals.passed, totals.failed, totals.skipped);
-    return totals.failed ? 1 : 0;
+    int junit_failed = options.junit && write_junit(&options, paths, num_paths);
+    return totals.failed ? 1 : junit_failed ? 2 : 0;
 }

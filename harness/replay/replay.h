@@ -13,6 +13,8 @@ typedef struct {
     int silent;                   /* print nothing (the caller reports) */
     const char *outputs_dir;      /* --outputs: outside outputs, see below */
     uint64_t variant_mask;        /* --stage: the fuzzer's variants (kvc_variant_mask) to replay; 0 = all */
+    const char *junit_path;       /* --junit FILE */
+    struct kvc_junit *junit;      /* when set, each case is also a testcase there */
 } kvc_replay_options;
 
 /* Per-source tallies, for "counted per source" summaries. */

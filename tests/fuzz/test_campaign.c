@@ -217,7 +217,7 @@ Test(fuzz_campaign, summary_json_escapes_the_candidate_path, .timeout = 60) {
     captured_run run = run_fuzz(ARGC(argv), argv);
     cr_expect_eq(run.status, 0, "stderr:\n%s", run.err);
     char *text = support_read_file(json);
-    expect_contains(text, "a \\\"quoted\\\"\\\\dir\\u0009with tab/candidate.so", json);
+    expect_contains(text, "a \\\"quoted\\\"\\\\dir\\twith tab/candidate.so", json);   /* cJSON escapes the tab as \\t */
     free(text);
     cJSON *root = read_json(json);
     const cJSON *candidate = cJSON_GetObjectItemCaseSensitive(root, "candidate");
