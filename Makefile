@@ -137,7 +137,8 @@ TEST_EXTRA :=
 test: deps check-shared
 	$(MAKE) --no-print-directory $(BUILD)/asan/unit-tests $(BUILD)/kvcmp $(TEST_PLUGINS)
 	$(if $(TEST_EXTRA),$(MAKE) --no-print-directory $(TEST_EXTRA))
-	ASAN_OPTIONS=detect_leaks=0 KVCMP_SHARED=$(SHARED) KVCMP_TEST_PLUGINS=$(BUILD)/test-plugins $(BUILD)/asan/unit-tests --jobs 2
+	ASAN_OPTIONS=detect_leaks=0 KVCMP_SHARED=$(SHARED) KVCMP_TEST_PLUGINS=$(BUILD)/test-plugins $(BUILD)/asan/unit-tests --jobs 2 $(CRITERION_XML_FLAG) \
+	  $(if $(CRITERION_XML),&& /usr/bin/python3 tools/junit_check.py --criterion $(CRITERION_XML))
 
 check-shared:
 	@test -d $(SHARED)/spec-cases -a -d $(SHARED)/vllm-cases || { \

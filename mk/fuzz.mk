@@ -28,7 +28,8 @@ fuzz: deps $(BUILD)/kvcmp
 
 fuzz-check: $(BUILD)/kvcmp
 	@mkdir -p reports
-	$(BUILD)/kvcmp fuzz --seed $(FUZZ_SEED) --cases $(FUZZ_CHECK_CASES) --json reports/fuzz-check.json
+	$(BUILD)/kvcmp fuzz --seed $(FUZZ_SEED) --cases $(FUZZ_CHECK_CASES) --json reports/fuzz-check.json \
+	  --junit $(JUNIT_DIR)/fuzz-check.xml
 
 # A mutant: the reference's sources and headers copied to
 # build/mutants/NAME, one file patched by harness/mutants/NAME.sed (its
@@ -50,7 +51,7 @@ $(BUILD)/mutants/%.so: harness/mutants/%.sed harness/mutants/entry.c $(PUBLIC_HE
 mutants: $(MUTANT_LIBS)
 
 mutants-check: $(MUTANT_LIBS) $(BUILD)/kvcmp
-	@bash harness/mutants/check.sh $(BUILD)/kvcmp $(BUILD)/mutants $(MUTANT_SEED) $(MUTANT_SECONDS)
+	@bash harness/mutants/check.sh $(BUILD)/kvcmp $(BUILD)/mutants $(MUTANT_SEED) $(MUTANT_SECONDS) $(JUNIT_DIR)/mutants.xml
 
 # The vLLM-style wrapper example, linked against libkvcmp.a (a plug-in
 # carries its own copy of the reference and validators).
@@ -63,7 +64,7 @@ examples: $(BUILD)/examples/wrap_reference.so
 wrap-check: $(BUILD)/examples/wrap_reference.so $(BUILD)/kvcmp
 	@mkdir -p reports
 	$(BUILD)/kvcmp fuzz --candidate $(BUILD)/examples/wrap_reference.so --seed $(FUZZ_SEED) --cases 3000 \
-	  --json reports/fuzz-wrap-reference.json
+	  --json reports/fuzz-wrap-reference.json --junit $(JUNIT_DIR)/fuzz-wrap-reference.xml
 
 # libFuzzer (clang): the OSS-Fuzz style script does the build.
 libfuzzer:
