@@ -26,15 +26,15 @@
 
 /* ---- edits: one field of a fixture set to a bad (or odd but valid) value */
 
-typedef enum { EDIT_END = 0, EDIT_INT, EDIT_ADD, EDIT_F32, EDIT_NULL, EDIT_SHIFT, EDIT_INTO, EDIT_PLACE } edit_op;
+typedef enum { EDIT_END = 0, EDIT_INT, EDIT_ADD, EDIT_F32, EDIT_NULL, EDIT_SHIFT, EDIT_INTO, EDIT_MOVE, EDIT_PLACE } edit_op;
 
 typedef struct {
     edit_op op;
     size_t at;      /* offset of the edited field in the fixture */
-    size_t size;    /* EDIT_INT, EDIT_ADD: 4 or 8 bytes */
-    int64_t value;  /* EDIT_INT: the value; EDIT_ADD: the change; EDIT_SHIFT, EDIT_INTO: bytes */
+    size_t size;    /* EDIT_INT, EDIT_ADD: 4 or 8 bytes; EDIT_MOVE: bytes copied */
+    int64_t value;  /* EDIT_INT: the value; EDIT_ADD: the change; EDIT_SHIFT, EDIT_INTO, EDIT_MOVE: bytes */
     float real;     /* EDIT_F32 */
-    size_t from;    /* EDIT_INTO: a pointer field; EDIT_PLACE: a member */
+    size_t from;    /* EDIT_INTO, EDIT_MOVE: a pointer field; EDIT_PLACE: a member */
 } edit;
 
 /* Each table defines FIXTURE to its fixture type first. */
@@ -46,6 +46,9 @@ typedef struct {
 #define SHIFT(field, bytes) {EDIT_SHIFT, offsetof(FIXTURE, field), 0, (bytes), 0.0f, 0}
 /* Pointer field := pointer field `base` + bytes (an input moved onto an output). */
 #define INTO(field, base, bytes) {EDIT_INTO, offsetof(FIXTURE, field), 0, (bytes), 0.0f, offsetof(FIXTURE, base)}
+/* INTO with the tensor's first `bytes` bytes copied along: an index tensor
+ * moved onto an output still holds valid indices, so only the overlap is wrong. */
+#define MOVE(field, base, offset, bytes) {EDIT_MOVE, offsetof(FIXTURE, field), (bytes), (offset), 0.0f, offsetof(FIXTURE, base)}
 /* Pointer field := the fixture's member `member` (the spare buffer after every output). */
 #define PLACE(field, member) {EDIT_PLACE, offsetof(FIXTURE, field), 0, 0, 0.0f, offsetof(FIXTURE, member)}
 
@@ -74,6 +77,12 @@ static void apply_edit(uint8_t *fixture, const edit *e) {
     case EDIT_NULL: *pointer = NULL; break;
     case EDIT_SHIFT: *pointer = (uint8_t *)*pointer + e->value; break;
     case EDIT_INTO: *pointer = *(uint8_t **)(fixture + e->from) + e->value; break;
+    case EDIT_MOVE: {
+        uint8_t *target = *(uint8_t **)(fixture + e->from) + e->value;
+        memcpy(target, *pointer, e->size);
+        *pointer = target;
+        break;
+    }
     case EDIT_PLACE: *pointer = fixture + e->from; break;
     }
 }
@@ -494,6 +503,8 @@ static const mutation save_rows[] = {
     {"kv after state_cache", {PLACE(args.kv, spare)}, OK, {0}},
     {"score after state_cache", {PLACE(args.score, spare)}, OK, {0}},
     {"ape after state_cache", {PLACE(args.ape, spare)}, OK, {0}},
+    {"positions inside state_cache", {MOVE(args.positions, args.state_cache.data, 64, SAVE_T * 8)}, CONFLICT, {"state_cache", "positions"}},
+    {"slot_mapping inside state_cache", {MOVE(args.slot_mapping, args.state_cache.data, SAVE_STRIDE + 8, SAVE_T * 8)}, CONFLICT, {"state_cache", "slot_mapping"}},
     {"slot_mapping[1] one past the cache", {SET(slot_mapping[1], SAVE_PAGES * SAVE_ROWS)}, INDEX, {"slot_mapping[1]", "state_cache"}},
     {"slot_mapping[0] INT64_MAX", {SET(slot_mapping[0], INT64_MAX)}, INDEX, {"slot_mapping[0]", "state_cache"}},
     {"slot_mapping[0] INT64_MIN: padding", {SET(slot_mapping[0], INT64_MIN)}, OK, {0}},
@@ -549,6 +560,12 @@ static const mutation compress_rows[] = {
     {"state_cache after kv_cache", {PLACE(args.state_cache.data, spare)}, OK, {0}},
     {"norm_weight after kv_cache", {PLACE(args.norm_weight, spare)}, OK, {0}},
     {"cos_sin after kv_cache", {PLACE(args.cos_sin, spare)}, OK, {0}},
+    {"positions inside kv_cache", {MOVE(args.positions, args.kv_cache.data, 0, CMP_T * 8)}, CONFLICT, {"kv_cache", "positions"}},
+    {"slot_mapping inside kv_cache", {MOVE(args.slot_mapping, args.kv_cache.data, 64, CMP_T * 8)}, CONFLICT, {"kv_cache", "slot_mapping"}},
+    {"kv_slot_mapping inside kv_cache", {MOVE(args.kv_slot_mapping, args.kv_cache.data, 128, CMP_T * 8)}, CONFLICT, {"kv_cache", "kv_slot_mapping"}},
+    {"token_to_req inside kv_cache", {MOVE(args.token_to_req, args.kv_cache.data, 200, CMP_T * 4)}, CONFLICT, {"kv_cache", "token_to_req"}},
+    {"block_table inside kv_cache's last page",
+     {MOVE(args.block_table, args.kv_cache.data, CMP_KV_STRIDE, CMP_REQUESTS * CMP_MAX_BLOCKS * 4)}, CONFLICT, {"kv_cache", "block_table"}},
     {"positions[0] -1", {SET(positions[0], -1)}, INDEX, {"positions[0]"}},
     {"slot_mapping[2] one past the state cache", {SET(slot_mapping[2], CMP_STATE_PAGES * CMP_BS)}, INDEX, {"slot_mapping[2]", "state_cache"}},
     {"kv_slot_mapping[2] one past the kv cache", {SET(kv_slot_mapping[2], CMP_KV_PAGES * CMP_KV_ROWS)}, INDEX, {"kv_slot_mapping[2]", "kv_cache"}},
@@ -603,6 +620,15 @@ static const mutation norm_rows[] = {
     {"latent inside the ring", {INTO(args.latent, args.state_cache.data, 4096)}, CONFLICT, {"state_cache", "latent"}},
     {"kv_score after the outputs", {PLACE(args.kv_score, spare)}, OK, {0}},
     {"latent after the ring", {PLACE(args.latent, spare)}, OK, {0}},
+    {"positions inside latent", {MOVE(args.positions, args.latent, 0, NORM_T * 8)}, CONFLICT, {"latent", "positions"}},
+    {"slot_mapping inside latent", {MOVE(args.slot_mapping, args.latent, 512, NORM_T * 8)}, CONFLICT, {"latent", "slot_mapping"}},
+    {"token_to_req inside latent", {MOVE(args.token_to_req, args.latent, 2048, NORM_T * 4)}, CONFLICT, {"latent", "token_to_req"}},
+    {"query_start_loc inside latent", {MOVE(args.query_start_loc, args.latent, 4000, (NORM_REQUESTS + 1) * 4)}, CONFLICT, {"latent", "query_start_loc"}},
+    {"norm_weight inside the ring", {MOVE(args.norm_weight, args.state_cache.data, 4096, 1024)}, CONFLICT, {"state_cache", "norm_weight"}},
+    {"positions inside the ring", {MOVE(args.positions, args.state_cache.data, 8, NORM_T * 8)}, CONFLICT, {"state_cache", "positions"}},
+    {"slot_mapping inside the ring", {MOVE(args.slot_mapping, args.state_cache.data, 2 * NORM_STRIDE + 96, NORM_T * 8)}, CONFLICT, {"state_cache", "slot_mapping"}},
+    {"token_to_req inside the ring", {MOVE(args.token_to_req, args.state_cache.data, 3 * 4096, NORM_T * 4)}, CONFLICT, {"state_cache", "token_to_req"}},
+    {"query_start_loc inside the ring", {MOVE(args.query_start_loc, args.state_cache.data, 1000, (NORM_REQUESTS + 1) * 4)}, CONFLICT, {"state_cache", "query_start_loc"}},
     {"positions[1] -1", {SET(positions[1], -1)}, INDEX, {"positions[1]"}},
     {"ring num_pages -1", {SET(args.state_cache.num_pages, -1)}, PARAM, {"state_cache", "num_pages"}},
     {"ring page_rows 0", {SET(args.state_cache.page_rows, 0)}, PARAM, {"state_cache", "page_rows"}},
@@ -640,6 +666,8 @@ static const mutation norm_rows[] = {
      {SET(args.compress_ratio, 1), NUL(args.query_start_loc), NUL(args.token_to_req), SET(args.state_cache.page_rows, 0), NUL(args.state_cache.data)}, OK, {0}},
     {"R = 1 positions need not follow", {SET(args.compress_ratio, 1), SET(positions[2], 100)}, OK, {0}},
     {"R = 1 positions[1] -1", {SET(args.compress_ratio, 1), SET(positions[1], -1)}, INDEX, {"positions[1]"}},
+    {"R = 1 positions inside the ring it does not use", {SET(args.compress_ratio, 1), MOVE(args.positions, args.state_cache.data, 8, NORM_T * 8)}, OK, {0}},
+    {"R = 1 positions inside latent", {SET(args.compress_ratio, 1), MOVE(args.positions, args.latent, 64, NORM_T * 8)}, CONFLICT, {"latent", "positions"}},
     {"R = 1 latent NULL", {SET(args.compress_ratio, 1), NUL(args.latent)}, PARAM, {"latent"}},
     {"R = 1 kv_score inside latent", {SET(args.compress_ratio, 1), INTO(args.kv_score, args.latent, 1024)}, CONFLICT, {"latent", "kv_score"}},
 };
@@ -670,6 +698,8 @@ static const mutation insert_rows[] = {
     {"cos_sin running into kv_cache", {INTO(args.cos_sin, args.kv_cache.data, -32)}, CONFLICT, {"kv_cache", "cos_sin"}},
     {"latent after kv_cache", {PLACE(args.latent, spare)}, OK, {0}},
     {"cos_sin after kv_cache", {PLACE(args.cos_sin, spare)}, OK, {0}},
+    {"positions inside kv_cache", {MOVE(args.positions, args.kv_cache.data, 16, INS_T * 8)}, CONFLICT, {"kv_cache", "positions"}},
+    {"slot_mapping inside kv_cache", {MOVE(args.slot_mapping, args.kv_cache.data, 600, INS_T * 8)}, CONFLICT, {"kv_cache", "slot_mapping"}},
     {"positions[0] -1", {SET(positions[0], -1)}, INDEX, {"positions[0]"}},
     {"slot_mapping[2] one past the cache", {SET(slot_mapping[2], INS_PAGES * INS_ROWS)}, INDEX, {"slot_mapping[2]", "kv_cache"}},
     {"slot_mapping[0] INT64_MAX", {SET(slot_mapping[0], INT64_MAX)}, INDEX, {"slot_mapping[0]", "kv_cache"}},
