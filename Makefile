@@ -120,9 +120,9 @@ $(BUILD)/asan/unit-tests: $(call obj,asan,$(TEST_SRC)) $(BUILD)/asan/libkvcmp.a
 # Candidate libraries that are wrong on purpose (no entry point, a foreign
 # ABI, a crashing stage...), one per kind of tests/plugins/candidate.c;
 # the unit tests find them through KVCMP_TEST_PLUGINS.
-TEST_PLUGIN_KINDS := no_entry null_table wrong_abi short_table crash partial
+TEST_PLUGIN_KINDS := no_entry null_table wrong_abi short_table crash partial bench
 TEST_PLUGINS = $(patsubst %,$(BUILD)/test-plugins/%.so,$(TEST_PLUGIN_KINDS))
-$(BUILD)/test-plugins/%.so: tests/plugins/candidate.c include/kvcmp/plugin.h include/kvcmp/kvcmp.h
+$(BUILD)/test-plugins/%.so: tests/plugins/candidate.c $(PUBLIC_HEADERS)
 	@mkdir -p $(dir $@)
 	$(Q)$(call say,CC,$@)$(CC) $(STD_FLAGS) -O1 -fPIC -shared -fvisibility=hidden $(INCLUDES) -DKIND_$* $< -o $@
 
