@@ -9,13 +9,21 @@
 #include <string.h>
 
 #include "kvcmp/backends.h"
+#include "kvcmp/formats.h"
 #include "cli/commands.h"
+#include "optimized/vector_arrays.h"
 #include "tests/test_support.h"
 
 #define ARGV_COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 static void expect_contains(const char *text, const char *needle, const char *what) {
     cr_expect(text && strstr(text, needle) != NULL, "%s lacks '%s':\n%s", what, needle, text ? text : "(null)");
+}
+
+static uint32_t float_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
 }
 
 static void skip_without_optimized(void) {
@@ -202,4 +210,24 @@ Test(bench, candidate_that_does_not_load) {
     test_plugin("wrong_abi", wrong_abi, sizeof wrong_abi);
     char *foreign[] = {"--candidate", wrong_abi};
     expect_usage_error(2, foreign, "speaks plug-in ABI 2");
+}
+
+/* The bench's own kernels: the exp of its compute bound is the exact exp
+ * (kvc_expf_cr) on its domain, and the write loop writes every byte. */
+Test(bench, exp_and_write_kernels) {
+    skip_without_optimized();
+    enum { N = 4096 };
+    static float x[N], y[N];
+    for (int i = 0; i < N; i++) x[i] = -87.0f + 175.0f * (float)i / N;   /* [-87, 88) */
+    opt_exp_in_range_array(x, y, N);
+    for (int i = 0; i < N; i++) cr_expect_eq(float_bits(y[i]), float_bits(kvc_expf_cr(x[i])), "exp(%a)", (double)x[i]);
+    static uint8_t buffer[64 * 5 + 64] __attribute__((aligned(64)));
+    for (int non_temporal = 0; non_temporal <= 1; non_temporal++)
+        for (size_t offset = 0; offset <= 1; offset++) {   /* aligned (streaming stores) and not */
+            memset(buffer, 0, sizeof buffer);
+            opt_stream_write(buffer + offset, 64 * 5 + 7, non_temporal);
+            for (size_t i = 0; i < sizeof buffer; i++)
+                cr_expect_eq(buffer[i], i >= offset && i < offset + 64 * 5 + 7 ? 0x5A : 0, "byte %zu (offset %zu, nt %d)", i, offset,
+                             non_temporal);
+        }
 }
