@@ -532,7 +532,9 @@ static const mutation compress_rows[] = {
     {"eps NaN", {SETF(args.eps, NAN)}, PARAM, {"eps"}},
     {"eps +inf", {SETF(args.eps, INFINITY)}, PARAM, {"eps"}},
     {"eps 0", {SETF(args.eps, 0.0f)}, OK, {0}},
+    {"eps -0 (in [0, 1])", {SETF(args.eps, -0.0f)}, OK, {0}},
     {"eps 1", {SETF(args.eps, 1.0f)}, OK, {0}},
+    {"eps the next float above 1", {SETF(args.eps, 0x1.000002p0f)}, PARAM, {"eps"}},
     {"state_cache page_rows 0", {SET(args.state_cache.page_rows, 0)}, PARAM, {"state_cache", "page_rows"}},
     {"state_cache page_bytes one row short", {SET(args.state_cache.page_bytes, CMP_STATE_PAGE - CMP_STATE_ROW)}, PARAM, {"state_cache", "page_bytes"}},
     {"state_cache data NULL", {NUL(args.state_cache.data)}, PARAM, {"state_cache", "data"}},
@@ -644,6 +646,8 @@ static const mutation norm_rows[] = {
     {"query_start_loc[0] 1", {SET(query_start_loc[0], 1)}, METADATA, {"query_start_loc[0]"}},
     {"query_start_loc not monotone", {SET(query_start_loc[1], 7)}, METADATA, {"query_start_loc[2]"}},
     {"query_start_loc[3] past the batch", {SET(query_start_loc[3], NORM_T + 1)}, METADATA, {"query_start_loc[3]"}},
+    {"query_start_loc[3] INT32_MAX", {SET(query_start_loc[3], INT32_MAX)}, METADATA, {"query_start_loc[3]"}},
+    {"query_start_loc[1] INT32_MIN", {SET(query_start_loc[1], INT32_MIN)}, METADATA, {"query_start_loc[1]"}},
     {"a valid slot after query_start_loc[3]", {SET(query_start_loc[3], 6)}, METADATA, {"slot_mapping[6]"}},
     {"trailing padding with a slot", {SET(slot_mapping[7], 0)}, METADATA, {"slot_mapping[7]"}},
     {"trailing padding's token_to_req and position arbitrary", {SET(token_to_req[7], INT32_MIN), SET(positions[7], INT64_MIN)}, OK, {0}},
@@ -805,6 +809,10 @@ static const extreme_case extreme_cases[] = {
     {&norm_stage, "a one-token request", {0}, 6, OK, OK, INDEX, NULL},
     {&norm_stage, "a request's last token", {0}, 2, METADATA, METADATA, INDEX, NULL},
     {&norm_stage, "trailing padding", {0}, 7, OK, OK, OK, NULL},
+    /* A padding row opening request 1's chunk: its successor (position 2)
+     * must follow it, which only position 1 does. */
+    {&norm_stage, "a padding row opening a chunk", {EDIT_INT, offsetof(norm_fixture, slot_mapping[3]), 8, -1, 0.0f, 0}, 3,
+     METADATA, METADATA, METADATA, NULL},
     {&norm_stage, "R = 1, a valid token", R1(norm_fixture), 2, OK, OK, INDEX, NULL},
     {&norm_stage, "R = 1, trailing padding", R1(norm_fixture), 7, OK, OK, OK, NULL},
     /* R = 2: 0 and 2^40 are even, so the token does not close. */
