@@ -6,6 +6,7 @@
 #   make fuzz-check      fixed-seed campaign of 20,000 cases (part of make test)
 #   make wrap-check      fuzz examples/wrap_reference (part of make test)
 #   make libfuzzer       clang libFuzzer target build/libfuzzer/kvcmp_fuzzer
+#                        (LIBFUZZER_SERIAL=1: without OpenMP, for MemorySanitizer)
 #
 # FUZZ_ARGS adds options to `make fuzz`, e.g. FUZZ_ARGS='--candidate my.so'.
 
@@ -69,9 +70,10 @@ wrap-check: $(BUILD)/examples/wrap_reference.so $(BUILD)/kvcmp
 # libFuzzer (clang): the OSS-Fuzz style script does the build.
 libfuzzer:
 	@bash tools/deps.sh clang libomp-dev
-	bash fuzz/build.sh
-	@echo "run it: mkdir -p build/corpus && build/libfuzzer/kvcmp_fuzzer build/corpus fixtures/corpus -max_total_time=60" \
-		"  (new inputs go to build/corpus; see fuzz/README.md)"
+	$(if $(filter 1,$(LIBFUZZER_SERIAL)),KVCMP_FUZZ_SERIAL=1 )bash fuzz/build.sh
+	@echo "run it: mkdir -p build/corpus build/libfuzzer/artifacts && build/libfuzzer/kvcmp_fuzzer build/corpus fixtures/corpus" \
+		"-dict=fuzz/kvcmp_fuzzer.dict -artifact_prefix=build/libfuzzer/artifacts/ -max_total_time=60" \
+		"  (new inputs go to build/corpus, crashes to build/libfuzzer/artifacts; see fuzz/README.md)"
 
 # The same entry point without libFuzzer, replaying the seed corpus.
 $(BUILD)/fuzz-corpus-replay: $(call obj,obj,fuzz/libfuzzer_entry.c fuzz/replay_corpus.c) $(BUILD)/libkvcmp.a
