@@ -8,6 +8,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <dirent.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <unistd.h>
 
 static const char *const stage_names[KVC_STAGE_COUNT] = {
     "v4.save_partial_states", "v4.compress", "v4.forward", "v41.save_compress_norm",
@@ -168,16 +171,22 @@ int kvc_case_load(const char *dir, kvc_case *c, char *error, size_t error_size) 
     return 0;
 }
 
+/* mkdir -p; a path component that exists as something else than a
+ * directory is an error (ENOTDIR), not success. */
 static int make_dirs(const char *dir) {
     char path[4096];
     snprintf(path, sizeof path, "%s", dir);
     for (char *p = path + 1; *p; p++)
         if (*p == '/') { *p = 0; mkdir(path, 0777); *p = '/'; }
-    return mkdir(path, 0777) == 0 || errno == EEXIST ? 0 : -1;
+    if (mkdir(path, 0777) == 0) return 0;
+    if (errno != EEXIST) return -1;
+    struct stat st;
+    if (stat(path, &st) != 0) return -1;
+    if (!S_ISDIR(st.st_mode)) { errno = ENOTDIR; return -1; }
+    return 0;
 }
 
-int kvc_case_save(const char *dir, const kvc_case *c, char *error, size_t error_size) {
-    if (make_dirs(dir)) { snprintf(error, error_size, "cannot create %s: %s", dir, strerror(errno)); return -1; }
+static int write_case_json(const char *dir, const kvc_case *c, char *error, size_t error_size) {
     cJSON *root = cJSON_CreateObject(), *params = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "format", "dsv4c-case/1");
     cJSON_AddStringToObject(root, "stage", kvc_stage_name(c->stage));
@@ -196,15 +205,81 @@ int kvc_case_save(const char *dir, const kvc_case *c, char *error, size_t error_
     char path[4096];
     snprintf(path, sizeof path, "%s/case.json", dir);
     FILE *f = fopen(path, "w");
-    if (!f || !text) { free(text); if (f) fclose(f); snprintf(error, error_size, "cannot write %s", path); return -1; }
-    fprintf(f, "%s\n", text);
+    if (!f) { free(text); snprintf(error, error_size, "cannot create %s: %s", path, strerror(errno)); return -1; }
+    errno = 0;
+    int wrote = text && fprintf(f, "%s\n", text) > 0 && fflush(f) == 0;
+    int write_errno = wrote ? 0 : (errno ? errno : EIO);
     free(text);
-    fclose(f);
+    if (fclose(f) != 0 && !write_errno) write_errno = errno;
+    if (write_errno) { snprintf(error, error_size, "cannot write %s: %s", path, strerror(write_errno)); return -1; }
+    return 0;
+}
+
+static int write_case_files(const char *dir, const kvc_case *c, char *error, size_t error_size) {
+    if (write_case_json(dir, c, error, error_size)) return -1;
     for (int i = 0; i < c->num_tensors; i++) {
+        char path[4096];
         snprintf(path, sizeof path, "%s/%s.npy", dir, c->tensors[i].name);
         if (kvc_npy_write(path, &c->tensors[i].array, error, error_size)) return -1;
     }
     return 0;
+}
+
+int kvc_case_save(const char *dir, const kvc_case *c, char *error, size_t error_size) {
+    if (make_dirs(dir)) { snprintf(error, error_size, "cannot create %s: %s", dir, strerror(errno)); return -1; }
+    return write_case_files(dir, c, error, error_size);
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+    (void)st; (void)flag; (void)ftw;
+    return remove(path);
+}
+
+int kvc_remove_tree(const char *path) { return nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS); }
+
+/* The temporary directory of a save in progress: hidden (the case walk
+ * skips names that start with '.') and named after the writing process,
+ * so that a supervisor can remove what a killed worker left. */
+static void partial_name(const char *parent, const char *name, pid_t pid, char *out, size_t size) {
+    snprintf(out, size, "%s/.%s.partial-%ld", parent, name, (long)pid);
+}
+
+int kvc_case_save_new(const char *parent, const char *name, const kvc_case *c, char *saved, size_t saved_size, char *error,
+                      size_t error_size) {
+    if (make_dirs(parent)) { snprintf(error, error_size, "cannot create %s: %s", parent, strerror(errno)); return -1; }
+    char partial[4096];
+    partial_name(parent, name, getpid(), partial, sizeof partial);
+    kvc_remove_tree(partial);   /* a leftover of an earlier process with this pid */
+    if (mkdir(partial, 0777) != 0) { snprintf(error, error_size, "cannot create %s: %s", partial, strerror(errno)); return -1; }
+    if (write_case_files(partial, c, error, error_size)) { kvc_remove_tree(partial); return -1; }
+    /* RENAME_NOREPLACE: an existing case (another campaign's, an earlier
+     * run's) is never replaced; the next free NAME-2, NAME-3 ... is taken. */
+    for (int attempt = 1; attempt < 10000; attempt++) {
+        if (attempt == 1) snprintf(saved, saved_size, "%s/%s", parent, name);
+        else snprintf(saved, saved_size, "%s/%s-%d", parent, name, attempt);
+        if (renameat2(AT_FDCWD, partial, AT_FDCWD, saved, RENAME_NOREPLACE) == 0) return 0;
+        if (errno != EEXIST) break;
+    }
+    snprintf(error, error_size, "cannot rename %s to %s: %s", partial, saved, strerror(errno));
+    kvc_remove_tree(partial);
+    return -1;
+}
+
+void kvc_case_remove_partial_saves(const char *parent, pid_t pid) {
+    DIR *d = opendir(parent);
+    if (!d) return;
+    char suffix[32];
+    snprintf(suffix, sizeof suffix, ".partial-%ld", (long)pid);
+    size_t suffix_len = strlen(suffix);
+    struct dirent *entry;
+    while ((entry = readdir(d)) != NULL) {
+        size_t n = strlen(entry->d_name);
+        if (entry->d_name[0] != '.' || n <= suffix_len || strcmp(entry->d_name + n - suffix_len, suffix) != 0) continue;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", parent, entry->d_name);
+        kvc_remove_tree(path);
+    }
+    closedir(d);
 }
 
 void kvc_case_free(kvc_case *c) {

@@ -28,6 +28,7 @@
 #include "harness/fuzz/run.h"
 #include "kvcmp/shrink.h"
 #include "harness/fuzz/history.h"
+#include "harness/fuzz/supervise.h"
 #include "harness/options/options.h"
 #include "harness/report/junit.h"
 #include "harness/report/run_info.h"
@@ -48,6 +49,7 @@ typedef struct {
     int invalid_per_mille;
     int metamorphic_per_mille;
     double shrink_seconds;
+    kvc_child_limits limits;  /* --timeout, --rss-limit-mb */
     const char *save_dir;
     char default_save_dir[128];  /* build/fuzz-failures/CAMPAIGN, when --save is not given */
     const char *candidate_name;
@@ -61,12 +63,16 @@ typedef struct {
     int quiet;
 } fuzz_options;
 
-/* What a worker tells the parent. */
-enum { MSG_START, MSG_RESULT, MSG_SAVED };
+/* What a worker tells the parent.  MSG_DONE: no more cases (the exit
+ * that follows is the end of the job, not a death); MSG_RETIRE: the
+ * worker outgrew --rss-limit-mb and ends so that a fresh one replaces it. */
+enum { MSG_START, MSG_RESULT, MSG_SAVED, MSG_DONE, MSG_RETIRE };
 typedef struct {
     int type;
     int64_t index;
     int variant, family, invalid, outcome;
+    int will_save;            /* MSG_RESULT: shrinking and saving follow */
+    int save_failed;          /* MSG_SAVED: saved holds the error */
     double at_seconds;        /* since the campaign started */
     char kind[32];
     char detail[700];
@@ -125,10 +131,13 @@ static int still_fails(const kvc_case *c, void *p) {
     return !s->must_replay || fails_on_replay(s, c);
 }
 
-static void case_dir(const fuzz_options *o, const kvc_gen_case *g, int64_t index, char *out, size_t size) {
-    char name[128];
+/* Saves a failing case under --save, never over an existing one; the
+ * path, or the error, goes to m. */
+static void save_case(const fuzz_options *o, const kvc_gen_case *g, int64_t index, message *m) {
+    char name[128], error[512];
     kvc_gen_case_name(o->seed, index, g->variant, name, sizeof name);
-    snprintf(out, size, "%s/%s", o->save_dir, name);
+    m->save_failed = kvc_case_save_new(o->save_dir, name, &g->c, m->saved, sizeof m->saved, error, sizeof error) != 0;
+    if (m->save_failed) snprintf(m->saved, sizeof m->saved, "%.390s", error);
 }
 
 /* Shrink, add the reference's outputs and save; the path goes to m->saved. */
@@ -154,10 +163,35 @@ static void shrink_and_save(worker *w, kvc_gen_case *g, int64_t index, uint64_t 
     g->c.meta_json = cJSON_PrintUnformatted(meta);
     cJSON_Delete(meta);
     kvc_fuzz_add_expected(w->target.reference, &g->c);
-    char dir[400], error[512];
-    case_dir(w->o, g, index, dir, sizeof dir);
-    if (kvc_case_save(dir, &g->c, error, sizeof error) == 0) snprintf(m->saved, sizeof m->saved, "%s", dir);
-    else snprintf(m->saved, sizeof m->saved, "(not saved: %.300s)", error);
+    save_case(w->o, g, index, m);
+}
+
+/* After a case: a worker grown past --rss-limit-mb fails the case as
+ * "memory" (saved unshrunk: shrinking would only grow it further) and
+ * retires.  A worker whose memory runs away inside one call is killed
+ * by the parent at HARD_RSS_FACTOR x the limit (enforce_limits). */
+static int outgrew_memory_limit(worker *w, kvc_gen_case *g, int64_t index, message *m) {
+    int64_t limit = w->o->limits.rss_limit_mb, rss = kvc_process_rss_bytes(0);
+    if (limit <= 0 || rss <= limit * 1024 * 1024) return 0;
+    m->type = MSG_RESULT;
+    m->outcome = KVC_FUZZ_FAIL;
+    m->will_save = !g->history && w->o->save_dir[0];
+    snprintf(m->kind, sizeof m->kind, "memory");
+    snprintf(m->detail, sizeof m->detail,
+             "the worker's resident memory reached %lld MB after this case (--rss-limit-mb %lld): the candidate leaks or keeps memory; "
+             "the worker was replaced",
+             (long long)(rss >> 20), (long long)limit);
+    send_message(w, m);
+    if (m->will_save) {
+        kvc_fuzz_add_expected(w->target.reference, &g->c);
+        m->tokens_before = m->tokens_after = kvc_case_tokens(&g->c);
+        save_case(w->o, g, index, m);
+        m->type = MSG_SAVED;
+        send_message(w, m);
+    }
+    m->type = MSG_RETIRE;
+    send_message(w, m);
+    return 1;
 }
 
 /* The chunking check.  First the reference and the candidate take the
@@ -217,7 +251,8 @@ static kvc_fuzz_outcome check_history(worker *w, kvc_gen_case *g, int64_t index,
     return v->outcome;
 }
 
-static void run_one(worker *w, int64_t index) {
+/* Runs case `index`; 1 when the worker must retire (memory). */
+static int run_one(worker *w, int64_t index) {
     message m = {.type = MSG_START, .index = index};
     send_message(w, &m);
     kvc_gen_case g;
@@ -226,20 +261,23 @@ static void run_one(worker *w, int64_t index) {
     kvc_fuzz_verdict v;
     if (g.history) check_history(w, &g, index, salt, &v);
     else kvc_fuzz_check_case(&w->target, &g.c, salt, &v);
-    m.type = MSG_RESULT;
     m.variant = g.variant;
     m.family = g.family;
     m.invalid = g.invalid[0] != 0;
+    if (outgrew_memory_limit(w, &g, index, &m)) { kvc_gen_free(&g); return 1; }
+    m.type = MSG_RESULT;
     m.outcome = v.outcome;
+    m.will_save = v.outcome == KVC_FUZZ_FAIL && !g.history && w->o->save_dir[0];
     snprintf(m.kind, sizeof m.kind, "%s", v.kind);
     snprintf(m.detail, sizeof m.detail, "%.560s%s%s", v.detail, g.invalid[0] ? "; input corrupted on purpose: " : "", g.invalid);
     send_message(w, &m);
-    if (v.outcome == KVC_FUZZ_FAIL && !g.history && w->o->save_dir[0]) {
+    if (m.will_save) {
         shrink_and_save(w, &g, index, salt, &m);
         m.type = MSG_SAVED;
         send_message(w, &m);
     }
     kvc_gen_free(&g);
+    return 0;
 }
 
 /* Job `job` runs its k-th, (k+1)-th ... case; a respawned job starts
@@ -248,7 +286,9 @@ static void worker_main(worker *w, int job, int64_t first_k, volatile int *stop)
     omp_set_num_threads(w->target.threads);
     const fuzz_options *o = w->o;
     if (o->only >= 0) {
-        if (job == 0) run_one(w, o->only);
+        if (job == 0 && run_one(w, o->only)) return;
+        message done = {.type = MSG_DONE};
+        send_message(w, &done);
         return;
     }
     double deadline = o->cases < 0 ? w->started + o->seconds : 0;
@@ -256,8 +296,10 @@ static void worker_main(worker *w, int job, int64_t first_k, volatile int *stop)
     for (int64_t k = first_k;; k++) {
         int64_t index = o->shard_index + (int64_t)o->shard_count * (job + (int64_t)o->jobs * k);
         if (*stop || (o->cases >= 0 && index >= o->cases) || (deadline && now_seconds() > deadline)) break;
-        run_one(w, index);
+        if (run_one(w, index)) return;
     }
+    message done = {.type = MSG_DONE};
+    send_message(w, &done);
 }
 
 /* ---- the parent: tallies, progress, summary -------------------------- */
@@ -283,6 +325,9 @@ typedef struct {
     double started, first_failure_at;
     int progress_shown;
     const char *candidate_label;
+    int workers_lost;         /* died or were killed outside a case */
+    int write_failed;         /* a case or the summary could not be written */
+    int interrupted;          /* the signal that stopped the campaign */
 } campaign;
 
 static int stages_seen(const campaign *c) {
@@ -314,7 +359,11 @@ static void repro_fuzz(const campaign *c, int64_t index, char *out, size_t size)
     if (o->metamorphic_per_mille != DEFAULT_METAMORPHIC_PER_MILLE && n < (int)size)
         n += snprintf(out + n, size - (size_t)n, " --metamorphic-rate %d", o->metamorphic_per_mille);
     if (o->stage_list && n < (int)size) n += snprintf(out + n, size - (size_t)n, " --stage %s", o->stage_list);
-    if (o->family_list && n < (int)size) snprintf(out + n, size - (size_t)n, " --family %s", o->family_list);
+    if (o->family_list && n < (int)size) n += snprintf(out + n, size - (size_t)n, " --family %s", o->family_list);
+    if (o->limits.timeout_seconds != KVC_DEFAULT_TIMEOUT_SECONDS && n < (int)size)
+        n += snprintf(out + n, size - (size_t)n, " --timeout %g", o->limits.timeout_seconds);
+    if (o->limits.rss_limit_mb != KVC_DEFAULT_RSS_LIMIT_MB && n < (int)size)
+        snprintf(out + n, size - (size_t)n, " --rss-limit-mb %lld", (long long)o->limits.rss_limit_mb);
 }
 
 static failure *find_failure(campaign *c, int64_t index) {
@@ -343,6 +392,17 @@ static void on_result(campaign *c, const message *m) {
 
 static void on_saved(campaign *c, const message *m) {
     failure *f = find_failure(c, m->index);
+    if (m->save_failed) {
+        /* On stderr as well as in the summary: the run's result is incomplete. */
+        clear_progress(c);
+        fprintf(stderr, "kvcmp fuzz: case %lld was not saved: %s (check that --save %s is a writable directory with free space)\n",
+                (long long)m->index, m->saved, c->o->save_dir);
+        c->write_failed = 1;
+        if (f) snprintf(f->saved, sizeof f->saved, "(not saved: %.380s)", m->saved);
+        printf("  case %lld (not saved: %s)\n", (long long)m->index, m->saved);
+        fflush(stdout);
+        return;
+    }
     if (f) {
         snprintf(f->saved, sizeof f->saved, "%s", m->saved);
         f->tokens_before = m->tokens_before;
@@ -356,29 +416,36 @@ static void on_saved(campaign *c, const message *m) {
     fflush(stdout);
 }
 
-/* A worker died while running `index` (the candidate crashed): report
- * the case, save it unshrunk with the reference's outputs. */
-static void on_crash(campaign *c, int64_t index, int status) {
+/* Case `index` saved unshrunk with the reference's outputs, by the
+ * parent: its worker died or was killed before it could. */
+static void save_unshrunk(campaign *c, int64_t index, message *m) {
+    kvc_gen_config gen = {.seed = c->o->seed, .variant_mask = c->o->variant_mask,
+                          .invalid_per_mille = c->o->invalid_per_mille, .family_mask = c->o->family_mask};
+    kvc_gen_case g;
+    kvc_gen_make(&gen, index, &g);
+    if (!g.history && c->o->save_dir[0]) {
+        kvc_fuzz_add_expected(&kvc_reference_backend, &g.c);
+        m->tokens_before = m->tokens_after = kvc_case_tokens(&g.c);
+        save_case(c->o, &g, index, m);
+        on_saved(c, m);
+    }
+    kvc_gen_free(&g);
+}
+
+/* The worker running `index` died (kind "crash") or was killed for
+ * --timeout or --rss-limit-mb: the case fails with that kind. */
+static void on_lost_case(campaign *c, int64_t index, const char *kind, const char *detail) {
     kvc_gen_config gen = {.seed = c->o->seed, .variant_mask = c->o->variant_mask,
                           .invalid_per_mille = c->o->invalid_per_mille, .family_mask = c->o->family_mask};
     kvc_gen_case g;
     kvc_gen_make(&gen, index, &g);
     message m = {.type = MSG_RESULT, .index = index, .variant = g.variant, .family = g.family, .outcome = KVC_FUZZ_FAIL,
                  .at_seconds = now_seconds() - c->started};
-    snprintf(m.kind, sizeof m.kind, "crash");
-    snprintf(m.detail, sizeof m.detail, "the worker running this case died (%s %d)", WIFSIGNALED(status) ? "signal" : "exit status",
-             WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
-    on_result(c, &m);
-    if (!g.history && c->o->save_dir[0]) {
-        kvc_fuzz_add_expected(&kvc_reference_backend, &g.c);
-        char dir[400], error[512];
-        case_dir(c->o, &g, index, dir, sizeof dir);
-        m.tokens_before = m.tokens_after = kvc_case_tokens(&g.c);
-        if (kvc_case_save(dir, &g.c, error, sizeof error) == 0) snprintf(m.saved, sizeof m.saved, "%s", dir);
-        else snprintf(m.saved, sizeof m.saved, "(not saved: %.300s)", error);
-        on_saved(c, &m);
-    }
     kvc_gen_free(&g);
+    snprintf(m.kind, sizeof m.kind, "%s", kind);
+    snprintf(m.detail, sizeof m.detail, "%s", detail);
+    on_result(c, &m);
+    save_unshrunk(c, index, &m);
 }
 
 /* ---- reports ---------------------------------------------------------- */
@@ -402,6 +469,10 @@ static void print_summary(campaign *c, double elapsed) {
     if (c->failures) printf(" (first after %.2f s)", c->first_failure_at);
     if (c->skipped) printf(", %lld cases skipped (stages the candidate lacks)", (long long)c->skipped);
     printf("\n");
+    if (c->workers_lost)
+        printf("fuzz: %d worker%s died or were killed outside a case (WORKER LOST and 'saving it unshrunk' lines above) and "
+               "were replaced\n", c->workers_lost, c->workers_lost == 1 ? "" : "s");
+    if (c->interrupted) printf("fuzz: INTERRUPTED by %s after %.1f s: the cases above are all that ran\n", strsignal(c->interrupted), elapsed);
     if (!c->failures) return;
     printf("fuzz: each failure above has a __REPRO line; shrunk cases are under %s (replay them with build/kvcmp replay)\n",
            c->o->save_dir[0] ? c->o->save_dir : "(not saved: --save was empty)");
@@ -441,6 +512,8 @@ static cJSON *options_json(const fuzz_options *o) {
     if (o->stage_list) cJSON_AddStringToObject(j, "stage", o->stage_list);
     if (o->family_list) cJSON_AddStringToObject(j, "family", o->family_list);
     cJSON_AddStringToObject(j, "save", o->save_dir);
+    cJSON_AddNumberToObject(j, "timeout_seconds", o->limits.timeout_seconds);
+    cJSON_AddNumberToObject(j, "rss_limit_mb", (double)o->limits.rss_limit_mb);
     return j;
 }
 
@@ -463,6 +536,9 @@ static cJSON *summary_json(campaign *c, double elapsed) {
     cJSON_AddNumberToObject(root, "failures", (double)c->failures);
     cJSON_AddNumberToObject(root, "skipped", (double)c->skipped);
     if (c->failures) cJSON_AddNumberToObject(root, "first_failure_seconds", c->first_failure_at);
+    cJSON_AddBoolToObject(root, "interrupted", c->interrupted != 0);
+    if (c->interrupted) cJSON_AddStringToObject(root, "signal", c->interrupted == SIGINT ? "SIGINT" : "SIGTERM");
+    cJSON_AddNumberToObject(root, "workers_lost", c->workers_lost);
     cJSON *per_variant = cJSON_AddObjectToObject(root, "per_variant");
     for (int v = 0; v < kvc_variant_count(); v++)
         if (c->by_variant[v].cases) cJSON_AddItemToObject(per_variant, kvc_variant(v)->name, tally_json(&c->by_variant[v]));
@@ -492,8 +568,10 @@ static void write_json(campaign *c, double elapsed) {
     const fuzz_options *o = c->o;
     if (!o->json_path || !o->json_path[0]) return;
     char error[1200];
-    if (kvc_write_json_file(o->json_path, summary_json(c, elapsed), error, sizeof error))
+    if (kvc_write_json_file(o->json_path, summary_json(c, elapsed), error, sizeof error)) {
         fprintf(stderr, "kvcmp fuzz: %s\n", error);
+        c->write_failed = 1;
+    }
 }
 
 /* The verdict for CI: a failed testcase per listed failure, with the
@@ -545,7 +623,7 @@ static void usage(FILE *out) {
             "                  [--shard I/N] [--save DIR] [--candidate LIB.so|opt|ref] [--policy exact|vllm]\n"
             "                  [--family LIST] [--only I] [--max-failures N] [--invalid-rate PER_MILLE]\n"
             "                  [--metamorphic-rate PER_MILLE] [--shrink-seconds T]\n"
-            "                  [--json FILE] [--junit FILE] [--quiet] [--list]\n"
+            "                  [--timeout SECONDS] [--rss-limit-mb MB] [--json FILE] [--junit FILE] [--quiet] [--list]\n"
             "  Runs generated cases through the reference and the candidate and compares every byte.\n"
             "  Defaults: --seed 1 --seconds 60 --candidate opt (else the reference against itself),\n"
             "  --save build/fuzz-failures/seedS-TIME-PID, --json reports/fuzz-summary.json,\n"
@@ -557,8 +635,35 @@ static void usage(FILE *out) {
             "  other jobs are running then still finish and are reported, so a few more can appear.\n"
             "  --junit FILE: JUnit XML for CI, a failed testcase per failure listed (its difference and\n"
             "  __REPRO lines), a passed one per variant without failures, a skipped one per variant the\n"
-            "  candidate does not offer.\n",
-            MAX_JOBS);
+            "  candidate does not offer.\n"
+            "  --timeout S (default %g): a case that takes longer kills its worker and fails as timeout;\n"
+            "  --rss-limit-mb M (default %d): a worker past it after a case fails that case as memory\n"
+            "  (past twice the limit inside one it is killed at once).  Either way the case is saved\n"
+            "  and a new worker carries on.  SIGINT/SIGTERM stop the workers, keep the failures found\n"
+            "  and write the summary marked interrupted (exit 130/143; a second signal stops at once).\n"
+            "  Exit status: 0 no failure, 1 failures, 2 bad options, 3 a case or the summary could not\n"
+            "  be written.\n",
+            MAX_JOBS, KVC_DEFAULT_TIMEOUT_SECONDS, KVC_DEFAULT_RSS_LIMIT_MB);
+}
+
+/* --shard I/N: both whole numbers, 0 <= I < N. */
+static int parse_shard(const char *value, void *target, char *why, size_t size) {
+    int *index_and_count = target;
+    const char *slash = strchr(value, '/');
+    char index_text[32];
+    int64_t index = -1, count = 0;
+    if (slash && (size_t)(slash - value) < sizeof index_text) {
+        memcpy(index_text, value, (size_t)(slash - value));
+        index_text[slash - value] = 0;
+        if (kvc_parse_int64_text(index_text, &index) || kvc_parse_int64_text(slash + 1, &count)) count = 0;
+    }
+    if (count < 1 || count > INT32_MAX || index < 0 || index >= count) {
+        snprintf(why, size, "--shard takes I/N with 0 <= I < N, e.g. --shard 0/4, not '%s'", value);
+        return -1;
+    }
+    index_and_count[0] = (int)index;
+    index_and_count[1] = (int)count;
+    return 0;
 }
 
 /* Failures go under build/, one folder per campaign (seed, start time,
@@ -580,7 +685,8 @@ static int parse_options(int argc, char **argv, fuzz_options *o) {
     *o = (fuzz_options){.seed = 1, .cases = -1, .seconds = 60, .only = -1, .shard_count = 1, .jobs = cores > 0 ? (int)cores : 1,
                         .threads = 1, .max_failures = 10, .invalid_per_mille = DEFAULT_INVALID_PER_MILLE,
                         .metamorphic_per_mille = DEFAULT_METAMORPHIC_PER_MILLE,
-                        .shrink_seconds = 5, .json_path = "reports/fuzz-summary.json"};
+                        .shrink_seconds = 5, .json_path = "reports/fuzz-summary.json",
+                        .limits = {.timeout_seconds = KVC_DEFAULT_TIMEOUT_SECONDS, .rss_limit_mb = KVC_DEFAULT_RSS_LIMIT_MB}};
     int shard[2] = {0, 1}, cases_given = 0, seconds_given = 0, list = 0;
     const kvc_option options[] = {
         {"seed", KVC_OPT_UINT64, .target = &o->seed},
@@ -593,13 +699,15 @@ static int parse_options(int argc, char **argv, fuzz_options *o) {
         {"invalid-rate", KVC_OPT_INT, .target = &o->invalid_per_mille, .min = 0, .max = 1000},
         {"metamorphic-rate", KVC_OPT_INT, .target = &o->metamorphic_per_mille, .min = 0, .max = 1000},
         {"shrink-seconds", KVC_OPT_DOUBLE, .target = &o->shrink_seconds, .low = 0, .high = 1e7},
+        {"timeout", KVC_OPT_DOUBLE, .target = &o->limits.timeout_seconds, .low = 0.001, .high = 1e7},
+        {"rss-limit-mb", KVC_OPT_INT64, .target = &o->limits.rss_limit_mb, .min = 1, .max = INT64_C(1) << 30},
         {"save", KVC_OPT_STRING, .target = &o->save_dir},
         {"json", KVC_OPT_STRING, .target = &o->json_path},
         {"junit", KVC_OPT_STRING, .target = &o->junit_path},
         {"candidate", KVC_OPT_STRING, .target = &o->candidate_name},
         {"stage", KVC_OPT_STRING, .target = &o->stage_list},
         {"family", KVC_OPT_STRING, .target = &o->family_list},
-        {"shard", KVC_OPT_CUSTOM, .target = shard, .parse = kvc_option_shard},
+        {"shard", KVC_OPT_CUSTOM, .target = shard, .parse = parse_shard},
         {"policy", KVC_OPT_CUSTOM, .target = &o->policy, .parse = kvc_option_policy},
         {"quiet", KVC_OPT_FLAG, .target = &o->quiet},
         {"list", KVC_OPT_FLAG, .target = &list},
@@ -656,28 +764,225 @@ static const kvc_backend *pick_candidate(fuzz_options *o, const char **label, in
 
 /* ---- the campaign ----------------------------------------------------- */
 
-static int spawn_worker(const fuzz_options *o, const campaign *c, const kvc_backend *candidate, volatile int *stop, int job,
-                        int64_t first_k, pid_t *pid, struct pollfd *fd) {
+/* ---- supervision of the workers ---------------------------------------- */
+
+typedef enum { JOB_IDLE, JOB_RUNNING, JOB_SHRINKING } job_phase;
+
+/* One job's worker as the parent sees it. */
+typedef struct {
+    pid_t pid;                /* 0: no worker */
+    job_phase phase;
+    int64_t index;            /* the case running or being shrunk */
+    int64_t next_k;           /* where a replacement starts (see worker_main) */
+    double since;             /* when the phase began */
+    int finished, retired;    /* sent MSG_DONE / MSG_RETIRE */
+    int lost_in_a_row;        /* replacements that died before a case */
+} job_slot;
+
+typedef struct {
+    fuzz_options *o;
+    campaign *c;
+    const kvc_backend *candidate;
+    volatile int *stop;
+    job_slot jobs[MAX_JOBS];
+    struct pollfd fds[MAX_JOBS];
+} supervisor;
+
+/* A worker that dies this many times in a row without finishing a case
+ * is not replaced again: something outside the candidate kills it. */
+#define MAX_LOST_IN_A_ROW 3
+
+static int spawn_worker(supervisor *s, int job) {
+    const fuzz_options *o = s->o;
+    job_slot *slot = &s->jobs[job];
     int p[2];
     if (pipe(p)) { perror("kvcmp fuzz: pipe"); return -1; }
     fflush(stdout);
     fflush(stderr);
-    *pid = fork();
-    if (*pid < 0) { perror("kvcmp fuzz: fork"); close(p[0]); close(p[1]); return -1; }
-    if (*pid == 0) {
+    pid_t parent = getpid(), pid = fork();
+    if (pid < 0) { perror("kvcmp fuzz: fork"); close(p[0]); close(p[1]); return -1; }
+    if (pid == 0) {
         close(p[0]);
-        worker w = {.o = o, .started = c->started, .write_fd = p[1]};
-        w.target = (kvc_fuzz_target){.reference = &kvc_reference_backend, .candidate = candidate, .policy = o->policy,
+        for (int j = 0; j < o->jobs; j++)
+            if (s->fds[j].fd >= 0) close(s->fds[j].fd);   /* the other workers' pipes */
+        kvc_child_setup(parent);
+        worker w = {.o = o, .started = s->c->started, .write_fd = p[1]};
+        w.target = (kvc_fuzz_target){.reference = &kvc_reference_backend, .candidate = s->candidate, .policy = o->policy,
                                      .threads = o->threads, .metamorphic_per_mille = o->metamorphic_per_mille};
         w.gen = (kvc_gen_config){.seed = o->seed, .variant_mask = o->variant_mask, .invalid_per_mille = o->invalid_per_mille,
                                   .family_mask = o->family_mask};
-        worker_main(&w, job, first_k, stop);
+        worker_main(&w, job, slot->next_k, s->stop);
         close(p[1]);
         kvc_exit_worker(0);
     }
     close(p[1]);
-    *fd = (struct pollfd){.fd = p[0], .events = POLLIN};
+    kvc_interrupt_track(pid);
+    s->fds[job] = (struct pollfd){.fd = p[0], .events = POLLIN};
+    slot->pid = pid;
+    slot->phase = JOB_IDLE;
+    slot->since = now_seconds();
+    slot->finished = slot->retired = 0;
     return 0;
+}
+
+/* The k of case `index` in job j (the inverse of worker_main's numbering). */
+static int64_t case_k(const fuzz_options *o, int job, int64_t index) {
+    return ((index - o->shard_index) / o->shard_count - job) / o->jobs;
+}
+
+static void on_message(supervisor *s, int job, const message *m) {
+    job_slot *slot = &s->jobs[job];
+    campaign *c = s->c;
+    if (m->type == MSG_START) {
+        slot->phase = JOB_RUNNING;
+        slot->index = m->index;
+        slot->since = now_seconds();
+    } else if (m->type == MSG_RESULT) {
+        on_result(c, m);
+        slot->next_k = case_k(s->o, job, m->index) + 1;
+        slot->lost_in_a_row = 0;
+        slot->phase = m->will_save ? JOB_SHRINKING : JOB_IDLE;
+        slot->since = now_seconds();
+    } else if (m->type == MSG_SAVED) {
+        on_saved(c, m);
+        slot->phase = JOB_IDLE;
+    } else if (m->type == MSG_DONE) {
+        slot->finished = 1;
+    } else {
+        slot->retired = 1;
+    }
+    if (c->failures >= s->o->max_failures) *s->stop = 1;
+}
+
+/* How a worker that was not stopped on purpose ended. */
+static void describe_death(int status, char *how, size_t size) {
+    if (WIFSIGNALED(status)) snprintf(how, size, "died (signal %d): %s", WTERMSIG(status), strsignal(WTERMSIG(status)));
+    else snprintf(how, size, "died (exit status %d%s)", WEXITSTATUS(status), WEXITSTATUS(status) == 0 ? ": the candidate ended the process" : "");
+}
+
+/* A worker lost outside a case: while shrinking one (saved unshrunk by
+ * the parent) or between cases.  0 when the job may be replaced. */
+static int on_lost_worker(supervisor *s, int job, pid_t pid, const char *how) {
+    job_slot *slot = &s->jobs[job];
+    campaign *c = s->c;
+    c->workers_lost++;
+    clear_progress(c);
+    if (slot->phase == JOB_SHRINKING) printf("  case %lld: the worker shrinking it %s; saving it unshrunk\n", (long long)slot->index, how);
+    else printf("WORKER LOST: job %d (pid %ld) %s between cases; a new worker takes its next case\n", job, (long)pid, how);
+    fflush(stdout);
+    if (slot->phase == JOB_SHRINKING) {
+        message m = {.index = slot->index};
+        save_unshrunk(c, slot->index, &m);
+    }
+    if (++slot->lost_in_a_row < MAX_LOST_IN_A_ROW) return 0;
+    fprintf(stderr, "kvcmp fuzz: job %d lost %d workers in a row without finishing a case; not replacing it\n", job, MAX_LOST_IN_A_ROW);
+    return -1;
+}
+
+/* The worker's pipe closed or it was killed (why: NULL, or the limit it
+ * broke): reap it, report what was lost and replace it. */
+static void reap_worker(supervisor *s, int job, const char *why) {
+    job_slot *slot = &s->jobs[job];
+    campaign *c = s->c;
+    const fuzz_options *o = s->o;
+    close(s->fds[job].fd);
+    s->fds[job].fd = -1;
+    int status = 0;
+    while (waitpid(slot->pid, &status, 0) < 0 && errno == EINTR) {}
+    kvc_interrupt_untrack(slot->pid);
+    if (o->save_dir[0]) kvc_case_remove_partial_saves(o->save_dir, slot->pid);
+    pid_t pid = slot->pid;
+    slot->pid = 0;
+    int clean_exit = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (!why && clean_exit && slot->finished) return;   /* the job's cases are done */
+    if (c->interrupted) {
+        /* Stopped on purpose: only a case already found is kept. */
+        if (slot->phase == JOB_SHRINKING) { message m = {.index = slot->index}; save_unshrunk(c, slot->index, &m); }
+        return;
+    }
+    if (why || !clean_exit || !slot->retired) {
+        char how[200];
+        if (why) snprintf(how, sizeof how, "%s", why);
+        else describe_death(status, how, sizeof how);
+        if (slot->phase == JOB_RUNNING) {
+            char detail[300];
+            snprintf(detail, sizeof detail, "the worker running this case %s", how);
+            on_lost_case(c, slot->index, !why ? "crash" : strstr(why, "--timeout") ? "timeout" : "memory", detail);
+            slot->next_k = case_k(o, job, slot->index) + 1;
+        } else if (on_lost_worker(s, job, pid, how)) {
+            return;
+        }
+        if (c->failures >= o->max_failures) *s->stop = 1;
+    }
+    /* Carry on with the rest of this job's cases. */
+    if (!*s->stop && o->only < 0) spawn_worker(s, job);
+}
+
+/* The worker checks --rss-limit-mb itself after every case (a slow leak
+ * fails the case that crossed it, see outgrew_memory_limit); the parent
+ * kills a worker whose memory runs away inside one case at this multiple
+ * of the limit, before it takes the machine down. */
+#define HARD_RSS_FACTOR 2
+
+/* Kills a worker past --timeout (a case; shrinking one has
+ * --shrink-seconds + 2 x --timeout) or past --rss-limit-mb; 1 if it did. */
+static int enforce_limits(supervisor *s, int job) {
+    job_slot *slot = &s->jobs[job];
+    const kvc_child_limits *limits = &s->o->limits;
+    double elapsed = now_seconds() - slot->since, shrink_budget = s->o->shrink_seconds + 2 * limits->timeout_seconds;
+    char why[200] = "";
+    if (limits->timeout_seconds > 0 && slot->phase == JOB_RUNNING && elapsed > limits->timeout_seconds)
+        snprintf(why, sizeof why, "took longer than %g s (--timeout) and was killed", limits->timeout_seconds);
+    else if (limits->timeout_seconds > 0 && slot->phase == JOB_SHRINKING && elapsed > shrink_budget)
+        snprintf(why, sizeof why, "took longer than %g s (--shrink-seconds + 2 x --timeout) and was killed", shrink_budget);
+    else if (limits->rss_limit_mb > 0 && slot->phase != JOB_IDLE &&
+             kvc_process_rss_bytes(slot->pid) > HARD_RSS_FACTOR * limits->rss_limit_mb * 1024 * 1024)
+        snprintf(why, sizeof why, "grew past %lld MB of resident memory (%d x --rss-limit-mb) and was killed",
+                 (long long)(HARD_RSS_FACTOR * limits->rss_limit_mb), HARD_RSS_FACTOR);
+    if (!why[0]) return 0;
+    kill(slot->pid, SIGKILL);
+    reap_worker(s, job, why);
+    return 1;
+}
+
+static int workers_alive(const supervisor *s) {
+    for (int j = 0; j < s->o->jobs; j++)
+        if (s->jobs[j].pid) return 1;
+    return 0;
+}
+
+/* SIGINT/SIGTERM: the workers stop now; cases already found are kept. */
+static void stop_for_signal(supervisor *s) {
+    s->c->interrupted = kvc_interrupted();
+    *s->stop = 1;
+    clear_progress(s->c);
+    fprintf(stderr, "kvcmp fuzz: %s: stopping the workers and keeping the failures found so far (a second signal stops at once)\n",
+            strsignal(s->c->interrupted));
+    for (int j = 0; j < s->o->jobs; j++)
+        if (s->jobs[j].pid) kill(s->jobs[j].pid, SIGKILL);
+    for (int j = 0; j < s->o->jobs; j++)
+        if (s->jobs[j].pid) reap_worker(s, j, "stopped");
+}
+
+/* How often the parent looks at its workers' clocks and memory. */
+#define WATCH_INTERVAL_MS 50
+
+static void supervise_jobs(supervisor *s) {
+    double last_progress = 0;
+    while (workers_alive(s)) {
+        int n = poll(s->fds, (nfds_t)s->o->jobs, WATCH_INTERVAL_MS);
+        if (kvc_interrupted()) { stop_for_signal(s); break; }
+        for (int j = 0; j < s->o->jobs && n > 0; j++) {
+            if (s->fds[j].fd < 0 || !(s->fds[j].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+            message m;
+            ssize_t got = read(s->fds[j].fd, &m, sizeof m);
+            if (got == (ssize_t)sizeof m) on_message(s, j, &m);
+            else reap_worker(s, j, NULL);
+        }
+        for (int j = 0; j < s->o->jobs; j++)
+            if (s->jobs[j].pid) enforce_limits(s, j);
+        if (now_seconds() - last_progress > 0.25) { show_progress(s->c, 0); last_progress = now_seconds(); }
+    }
 }
 
 /* libgomp's idle threads spin for a while after every parallel region;
@@ -715,48 +1020,21 @@ int kvc_cmd_fuzz(int argc, char **argv) {
     }
     fflush(stdout);
     fflush(stderr);
-    pid_t pids[MAX_JOBS];
-    struct pollfd fds[MAX_JOBS];
-    int64_t running[MAX_JOBS];
-    for (int j = 0; j < o.jobs; j++) {
-        if (spawn_worker(&o, &c, candidate, stop, j, 0, &pids[j], &fds[j])) return 2;
-        running[j] = -1;
-    }
-    int open_pipes = o.jobs;
-    double last_progress = 0;
-    while (open_pipes) {
-        int n = poll(fds, (nfds_t)o.jobs, 250);
-        if (n < 0 && errno != EINTR) break;
-        for (int j = 0; j < o.jobs && n > 0; j++) {
-            if (fds[j].fd < 0 || !(fds[j].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-            message m;
-            ssize_t got = read(fds[j].fd, &m, sizeof m);
-            if (got == (ssize_t)sizeof m) {
-                if (m.type == MSG_START) running[j] = m.index;
-                else if (m.type == MSG_RESULT) { running[j] = -1; on_result(&c, &m); }
-                else on_saved(&c, &m);
-                if (c.failures >= o.max_failures) *stop = 1;
-                continue;
-            }
-            close(fds[j].fd);
-            fds[j].fd = -1;
-            open_pipes--;
-            int status = 0;
-            waitpid(pids[j], &status, 0);
-            pids[j] = 0;
-            if (running[j] >= 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-                if (running[j] >= 0) on_crash(&c, running[j], status);
-                if (c.failures >= o.max_failures) *stop = 1;
-                /* Carry on with the rest of this job's cases. */
-                if (!*stop && running[j] >= 0 && o.only < 0) {
-                    int64_t k = ((running[j] - o.shard_index) / o.shard_count - j) / o.jobs + 1;
-                    if (spawn_worker(&o, &c, candidate, stop, j, k, &pids[j], &fds[j]) == 0) open_pipes++;
-                }
-                running[j] = -1;
-            }
+    supervisor sup = {.o = &o, .c = &c, .candidate = candidate, .stop = stop};
+    for (int j = 0; j < o.jobs; j++) sup.fds[j].fd = -1;
+    kvc_interrupt_install();
+    /* Past a file-size limit a write then fails with EFBIG, reported like a full disk. */
+    signal(SIGXFSZ, SIG_IGN);
+    for (int j = 0; j < o.jobs; j++)
+        if (spawn_worker(&sup, j)) {
+            /* No campaign without its workers: the ones started end now. */
+            for (int k = 0; k < j; k++) kill(sup.jobs[k].pid, SIGKILL);
+            for (int k = 0; k < j; k++) while (waitpid(sup.jobs[k].pid, NULL, 0) < 0 && errno == EINTR) {}
+            kvc_interrupt_uninstall();
+            munmap((void *)stop, 4096);
+            return 2;
         }
-        if (now_seconds() - last_progress > 0.25) { show_progress(&c, 0); last_progress = now_seconds(); }
-    }
+    supervise_jobs(&sup);
     double elapsed = now_seconds() - c.started;
     show_progress(&c, 1);
     print_summary(&c, elapsed);
@@ -764,5 +1042,8 @@ int kvc_cmd_fuzz(int argc, char **argv) {
     int junit_failed = write_junit(&c, elapsed) != 0;
     munmap((void *)stop, 4096);
     (void)self_check;
-    return c.failures ? 1 : junit_failed ? 2 : 0;
+    kvc_interrupt_uninstall();
+    if (c.interrupted) return 128 + c.interrupted;
+    if (c.write_failed || junit_failed) return 3;
+    return c.failures ? 1 : 0;
 }

@@ -1,13 +1,16 @@
 /* kvcmp replay: see replay.h. */
 #include "harness/replay/replay.h"
 
+#include <errno.h>
 #include <fts.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "harness/fuzz/supervise.h"
 #include "kvcmp/validate.h"
 #include "kvcmp/backends.h"
 #include "harness/options/options.h"
@@ -266,26 +269,42 @@ static void junit_case(struct kvc_junit *junit, int verdict, const char *source,
     kvc_junit_fail(junit, classname, dir, seconds, "difference", detail, text);
 }
 
-int kvc_replay_case(const char *dir, const kvc_replay_options *options, kvc_replay_totals *totals,
-                    kvc_compare_report *report_out) {
-    double started = now_seconds();
-    char label[64] = "unreadable";
-    kvc_compare_report report;
-    memset(&report, 0, sizeof report);
-    char detail[1400];
-    int verdict = replay_loaded_case(dir, options, label, sizeof label, detail, sizeof detail, &report);
-    if (verdict == KVC_REPLAY_UNSELECTED) return verdict;
+static void count_verdict(kvc_replay_totals *totals, const char *label, int verdict) {
     totals->selected++;
     kvc_source_tally *tally = tally_for(totals, label);
-    int failed = verdict == KVC_REPLAY_FAIL;
-    if (failed) { totals->failed++; tally->failed++; }
+    if (verdict == KVC_REPLAY_FAIL) { totals->failed++; tally->failed++; }
     else if (verdict == KVC_REPLAY_SKIP) { totals->skipped++; tally->skipped++; }
     else { totals->passed++; tally->passed++; }
+}
+
+static void replay_repro(const kvc_replay_options *options, const char *dir, char *repro, size_t size) {
+    if (options->outputs_dir)
+        snprintf(repro, size, "build/kvcmp replay --outputs %s --policy %s %s", options->outputs_dir, policy_name(options->policy), dir);
+    else snprintf(repro, size, "build/kvcmp replay --impl %s --policy %s %s", options->impl_name, policy_name(options->policy), dir);
+}
+
+/* The verdict, label and detail of a case: what a child replaying it in
+ * isolation hands back. */
+typedef struct {
+    int verdict;
+    char label[64];
+    char detail[1400];
+} case_outcome;
+
+static int replay_case_outcome(const char *dir, const kvc_replay_options *options, kvc_replay_totals *totals,
+                               kvc_compare_report *report_out, case_outcome *out) {
+    double started = now_seconds();
+    char *label = out->label, *detail = out->detail;
+    snprintf(label, sizeof out->label, "unreadable");
+    kvc_compare_report report;
+    memset(&report, 0, sizeof report);
+    int verdict = out->verdict = replay_loaded_case(dir, options, label, sizeof out->label, detail, sizeof out->detail, &report);
+    if (verdict == KVC_REPLAY_UNSELECTED) return verdict;
+    count_verdict(totals, label, verdict);
+    int failed = verdict == KVC_REPLAY_FAIL;
     if (report_out) *report_out = report;
     char repro[2400];
-    if (options->outputs_dir)
-        snprintf(repro, sizeof repro, "build/kvcmp replay --outputs %s --policy %s %s", options->outputs_dir, policy_name(options->policy), dir);
-    else snprintf(repro, sizeof repro, "build/kvcmp replay --impl %s --policy %s %s", options->impl_name, policy_name(options->policy), dir);
+    replay_repro(options, dir, repro, sizeof repro);
     if (options->junit) junit_case(options->junit, verdict, label, dir, now_seconds() - started, detail, repro);
     if (options->silent) return verdict;
     static const char *const words[] = {"PASS", "FAIL", "SKIP"};
@@ -295,10 +314,77 @@ int kvc_replay_case(const char *dir, const kvc_replay_options *options, kvc_repl
     return verdict;
 }
 
+int kvc_replay_case(const char *dir, const kvc_replay_options *options, kvc_replay_totals *totals,
+                    kvc_compare_report *report_out) {
+    case_outcome out;
+    return replay_case_outcome(dir, options, totals, report_out, &out);
+}
+
+/* ---- one case in a process of its own --------------------------------- */
+
+typedef struct {
+    const char *dir;
+    kvc_replay_options options;   /* without JUnit: the parent records the testcase */
+} isolated_case;
+
+static void replay_in_child(void *arg, int fd) {
+    isolated_case *job = arg;
+    kvc_replay_totals totals;
+    memset(&totals, 0, sizeof totals);
+    case_outcome out;
+    replay_case_outcome(job->dir, &job->options, &totals, NULL, &out);
+    fflush(stdout);
+    ssize_t done = write(fd, &out, sizeof out);
+    (void)done;   /* a short write reads as a crash in the parent */
+}
+
+/* The label of a case for a FAIL line its child could not print. */
+static void label_of(const char *dir, char *label, size_t size) {
+    kvc_case c;
+    char error[512];
+    snprintf(label, size, "unreadable");
+    if (kvc_case_load(dir, &c, error, sizeof error) == 0) {
+        kvc_case_source_label(&c, label, size);
+        kvc_case_free(&c);
+    }
+}
+
+/* A plug-in's case in a child under --timeout and --rss-limit-mb: a
+ * crash, hang or runaway allocation is this case's FAIL line, and the
+ * tree goes on. */
+static int replay_case_isolated(const char *dir, const kvc_replay_options *options, kvc_replay_totals *totals) {
+    double started = now_seconds();
+    isolated_case job = {.dir = dir, .options = *options};
+    job.options.junit = NULL;
+    case_outcome out;
+    kvc_child_limits limits = {.timeout_seconds = options->timeout_seconds, .rss_limit_mb = options->rss_limit_mb};
+    int status;
+    kvc_child_outcome outcome = kvc_run_isolated(replay_in_child, &job, &limits, &out, sizeof out, &status);
+    char repro[2400];
+    replay_repro(options, dir, repro, sizeof repro);
+    if (outcome != KVC_CHILD_DONE) {
+        out.verdict = KVC_REPLAY_FAIL;
+        label_of(dir, out.label, sizeof out.label);
+        char how[160];
+        if (outcome == KVC_CHILD_DIED) kvc_describe_exit(status, how, sizeof how);
+        else kvc_describe_limit(outcome, &limits, how, sizeof how);
+        snprintf(out.detail, sizeof out.detail, "%s: the candidate's process %s",
+                 outcome == KVC_CHILD_TIMEOUT ? "timeout" : outcome == KVC_CHILD_MEMORY ? "memory" : "crash", how);
+        if (!options->silent) {
+            printf("FAIL [%s] %s: %s\n  __REPRO: %s\n", out.label, dir, out.detail, repro);
+            fflush(stdout);
+        }
+    }
+    if (out.verdict == KVC_REPLAY_UNSELECTED) return out.verdict;
+    count_verdict(totals, out.label, out.verdict);
+    if (options->junit) junit_case(options->junit, out.verdict, out.label, dir, now_seconds() - started, out.detail, repro);
+    return out.verdict;
+}
+
 static void usage(FILE *out) {
     fprintf(out,
             "usage: kvcmp replay [--impl ref|opt|LIB.so] [--policy exact|vllm] [--page-padding BYTES] [--stage LIST]\n"
-            "                    [--junit FILE] [--quiet] PATH...\n"
+            "                    [--timeout SECONDS] [--rss-limit-mb MB] [--junit FILE] [--quiet] PATH...\n"
             "       kvcmp replay --outputs DIR [--policy exact|vllm] [--junit FILE] [--quiet] PATH...\n"
             "  PATH is a case directory (with case.json) or a tree of them; options may also follow\n"
             "  the paths, and every argument after -- is a path.\n"
@@ -309,7 +395,11 @@ static void usage(FILE *out) {
             "  --stage LIST: only cases of these variants (name prefixes as in kvcmp fuzz --stage,\n"
             "  see kvcmp fuzz --list). Cases of a stage the implementation does not offer are skipped.\n"
             "  --junit FILE: JUnit XML for CI, one testcase per case (its source the class), a failure's\n"
-            "  message the classified difference and its text the __REPRO line.\n");
+            "  message the classified difference and its text the __REPRO line.\n"
+            "  --impl LIB.so runs each case in a process of its own: a crash is that case's FAIL line\n"
+            "  and the tree goes on; a case past --timeout (default %g s) or --rss-limit-mb (default\n"
+            "  %d) is stopped and fails as timeout or memory.\n",
+            KVC_DEFAULT_TIMEOUT_SECONDS, KVC_DEFAULT_RSS_LIMIT_MB);
 }
 
 /* --page-padding: whole cache lines, so that pages stay aligned. */
@@ -345,7 +435,8 @@ static int write_junit(kvc_replay_options *options, char **paths, int num_paths)
 }
 
 int kvc_cmd_replay(int argc, char **argv) {
-    kvc_replay_options options = {.impl_name = "ref", .policy = KVC_POLICY_EXACT};
+    kvc_replay_options options = {.impl_name = "ref", .policy = KVC_POLICY_EXACT, .timeout_seconds = KVC_DEFAULT_TIMEOUT_SECONDS,
+                                  .rss_limit_mb = KVC_DEFAULT_RSS_LIMIT_MB};
     const char *stage_list = NULL;
     const kvc_option table[] = {
         {"impl", KVC_OPT_STRING, .target = &options.impl_name},
@@ -355,6 +446,8 @@ int kvc_cmd_replay(int argc, char **argv) {
         {"quiet", KVC_OPT_FLAG, .target = &options.quiet},
         {"stage", KVC_OPT_STRING, .target = &stage_list},
         {"junit", KVC_OPT_STRING, .target = &options.junit_path},
+        {"timeout", KVC_OPT_DOUBLE, .target = &options.timeout_seconds, .low = 0.001, .high = 1e7},
+        {"rss-limit-mb", KVC_OPT_INT64, .target = &options.rss_limit_mb, .min = 1, .max = INT64_C(1) << 30},
         {NULL},
     };
     const kvc_command_line line = {"replay", table, usage, -1};
@@ -380,6 +473,9 @@ static int replay_paths(char **paths, int num_paths, kvc_replay_options *options
     char error[512];
     options.backend = kvc_backend_by_name(options.impl_name, error, sizeof error);
     if (!options.backend) { fprintf(stderr, "kvcmp replay: %s\n", error); return 2; }
+    /* The built-in backends are trusted; a plug-in runs each case in a
+     * process of its own, so one crash or hang is one FAIL line. */
+    int isolate = !options.outputs_dir && strcmp(options.impl_name, "ref") != 0 && strcmp(options.impl_name, "opt") != 0;
     kvc_replay_totals totals;
     memset(&totals, 0, sizeof totals);
     if (options.junit_path && !(options.junit = kvc_junit_new("kvcmp replay"))) { fprintf(stderr, "kvcmp replay: out of memory\n"); return 2; }
@@ -390,7 +486,10 @@ static int replay_paths(char **paths, int num_paths, kvc_replay_options *options
             fprintf(stderr, "kvcmp replay: no case directory (with case.json) under %s\n", paths[i]);
             totals.failed++;
         }
-        for (int k = 0; k < n; k++) kvc_replay_case(dirs[k], &options, &totals, NULL);
+        for (int k = 0; k < n; k++) {
+            if (isolate) replay_case_isolated(dirs[k], &options, &totals);
+            else kvc_replay_case(dirs[k], &options, &totals, NULL);
+        }
         kvc_free_case_list(dirs, n);
     }
     if (options.variant_mask && totals.selected == 0) {

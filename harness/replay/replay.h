@@ -15,6 +15,8 @@ typedef struct {
     uint64_t variant_mask;        /* --stage: the fuzzer's variants (kvc_variant_mask) to replay; 0 = all */
     const char *junit_path;       /* --junit FILE */
     struct kvc_junit *junit;      /* when set, each case is also a testcase there */
+    double timeout_seconds;       /* a plug-in's case runs in a process of its own, */
+    int64_t rss_limit_mb;         /* stopped past these limits (0: none) */
 } kvc_replay_options;
 
 /* Per-source tallies, for "counted per source" summaries. */

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -96,12 +97,22 @@ int kvc_write_json_file(const char *path, cJSON *root, char *error, size_t error
     cJSON_Delete(root);
     if (!text) { snprintf(error, error_size, "cannot write %s: out of memory", path); return -1; }
     kvc_make_parent_dir(path);
-    FILE *f = fopen(path, "w");
-    int ok = f && fprintf(f, "%s\n", text) >= 0;
-    if (f && fclose(f)) ok = 0;
+    /* Written beside the target and renamed over it when complete: a full
+     * disk or a kill leaves the old file or none, never half of one. */
+    char partial[4200];
+    snprintf(partial, sizeof partial, "%s.partial-%ld", path, (long)getpid());
+    FILE *f = fopen(partial, "w");
+    int write_errno = f ? 0 : errno;
+    if (f) {
+        errno = 0;
+        if (fprintf(f, "%s\n", text) < 0 || fflush(f) != 0) write_errno = errno ? errno : EIO;
+        if (fclose(f) != 0 && !write_errno) write_errno = errno;
+        if (!write_errno && rename(partial, path) != 0) write_errno = errno;
+        if (write_errno) unlink(partial);
+    }
     free(text);
-    if (!ok) {
-        snprintf(error, error_size, "cannot write %s: %s (give a path in a writable directory)", path, strerror(errno));
+    if (write_errno) {
+        snprintf(error, error_size, "cannot write %s: %s (give a path in a writable directory)", path, strerror(write_errno));
         return -1;
     }
     return 0;

@@ -6,6 +6,8 @@
 #include "kvcmp.h"
 #include "npy.h"
 
+#include <sys/types.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -49,6 +51,17 @@ typedef struct {
 int kvc_case_load(const char *dir, kvc_case *c, char *error, size_t error_size);
 /* Creates dir (and parents) and writes case.json and every tensor. */
 int kvc_case_save(const char *dir, const kvc_case *c, char *error, size_t error_size);
+/* Saves a new case as parent/name without ever replacing one: written
+ * into a hidden temporary directory and renamed into place, so a case is
+ * never half-written; when the name is taken, name-2, name-3 ... The path
+ * written goes to `saved`.  Errors carry the path and errno's reason. */
+int kvc_case_save_new(const char *parent, const char *name, const kvc_case *c, char *saved, size_t saved_size, char *error,
+                      size_t error_size);
+/* Removes what a save by process `pid` left in parent when that process
+ * was killed mid-write. */
+void kvc_case_remove_partial_saves(const char *parent, pid_t pid);
+/* rm -r (no symlinks followed); 0 or -1. */
+int kvc_remove_tree(const char *path);
 void kvc_case_free(kvc_case *c);
 kvc_array *kvc_case_get(const kvc_case *c, const char *name);
 /* Adds or replaces a tensor; the case takes ownership of array->data. */

@@ -98,8 +98,9 @@ Test(cli_fuzz, only_one_case_sharded_and_quiet, .timeout = 60) {
 Test(cli_fuzz, unwritable_json_is_reported) {
     char *argv[] = {"--cases", "0", "--candidate", "ref", "--json", "/nonexistent/deeper/fuzz.json", "--quiet"};
     captured_run run = run_fuzz(ARGC(argv), argv);
-    cr_expect_eq(run.status, 0);
+    cr_expect_eq(run.status, 3, "a summary that could not be written must fail the run");
     expect_contains(run.err, "kvcmp fuzz: cannot write /nonexistent/deeper/fuzz.json", "stderr");
+    expect_contains(run.err, "No such file or directory", "stderr");
     expect_contains(run.out, "fuzz: 0 cases in ", "stdout");
     support_free_run(&run);
 }

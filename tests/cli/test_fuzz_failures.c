@@ -56,7 +56,7 @@ Test(cli_fuzz, fixtures_regressions_only_when_asked, .timeout = 60) {
     support_free_run(&run);
     /* A case that could not be saved is not offered for copying. */
     run = fuzz_crashing_candidate(plugin, "/proc/kvcmp-cannot-write-here");
-    cr_expect_eq(run.status, 1);
+    cr_expect_eq(run.status, 3, "a case that could not be saved is exit status 3");
     expect_contains(run.out, "(not saved: ", "stdout");
     cr_expect(strstr(run.out, "to keep a case as a regression") == NULL, "offered a case that was not saved:\n%s", run.out);
     support_free_run(&run);

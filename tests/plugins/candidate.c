@@ -10,20 +10,29 @@
  *                it: killed by SIGKILL on a bf16 cache, _exit(3) on fp8
  *   partial      v4.save_partial_states and v41.save_compress_norm only
  *                (neither forward is complete), which always fail
- *   bench        for kvcmp bench (tests/bench/test_bench.c): a correct
- *                v4.save_partial_states (inputs taken as valid) and a
- *                v41.rope_quant_insert that writes nothing */
+ *
+ * Hostile candidates for the supervision of fuzz and replay
+ * (tests/robust/test_isolation.c), all v41.rope_plain_insert only:
+ *   hang         never returns
+ *   shrink_crash the first call of a process fails (bad-parameter), every
+ *                later one (the shrinker's) dies of SIGSEGV
+ *   shrink_hang  the same, but the later calls never return
+ *   exit0        calls exit(0)
+ *   abort        calls abort()
+ *   heap_smash   writes past a malloc block and frees it twice
+ *   balloon      allocates and touches memory without end, 8 MiB at a time
+ *   leak         the reference's insert (so every case passes), leaking
+ *                16 MiB of touched memory per call
+ *   threads      the reference's insert, leaving a thread behind per call
+ *                that sleeps forever
+ * leak and threads link libkvcmp.a for the reference. */
 #include <signal.h>
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "kvcmp/plugin.h"
-#if defined(KIND_bench)
-#include <string.h>
-
-#include "kvcmp/formats.h"
-#include "kvcmp/layout.h"
-#endif
 
 #if defined(KIND_crash)
 static int crashing_insert(const kvc_v41_insert_args *a, kvc_error *err) {
@@ -35,31 +44,77 @@ static const kvcmp_plugin table = {
     .abi_version = KVCMP_PLUGIN_ABI_VERSION, .struct_size = sizeof(kvcmp_plugin), .name = NULL,
     .v41_rope_plain_insert = crashing_insert,
 };
+#elif defined(KIND_hang) || defined(KIND_shrink_crash) || defined(KIND_shrink_hang) || defined(KIND_exit0) || \
+    defined(KIND_abort) || defined(KIND_heap_smash) || defined(KIND_balloon)
+__attribute__((unused)) static void hang_forever(void) {
+    for (;;) pause();
+}
+static int hostile_insert(const kvc_v41_insert_args *a, kvc_error *err) {
+    (void)a;
+#if defined(KIND_hang)
+    hang_forever();
+#elif defined(KIND_shrink_crash) || defined(KIND_shrink_hang)
+    static int calls;
+    if (calls++ == 0) { err->code = KVC_ERR_PARAM; return KVC_ERR_PARAM; }
+#if defined(KIND_shrink_crash)
+    raise(SIGSEGV);
+#else
+    hang_forever();
+#endif
+#elif defined(KIND_exit0)
+    exit(0);
+#elif defined(KIND_abort)
+    abort();
+#elif defined(KIND_heap_smash)
+    char *volatile first = malloc(24), *volatile second = malloc(24);
+    memset(first, 0x41, 64);   /* past its end, over second */
+    free(first);
+    free(second);
+    free(first);               /* glibc's tcache check aborts here */
+#elif defined(KIND_balloon)
+    for (;;) {
+        static char *volatile block;
+        block = malloc(8 << 20);
+        if (block) memset(block, 1, 8 << 20);
+    }
+#endif
+    (void)err;
+    return KVC_ERR_PARAM;
+}
+static const kvcmp_plugin table = {
+    .abi_version = KVCMP_PLUGIN_ABI_VERSION, .struct_size = sizeof(kvcmp_plugin), .name = "hostile test candidate",
+    .v41_rope_plain_insert = hostile_insert,
+};
+#elif defined(KIND_leak) || defined(KIND_threads)
+#include <pthread.h>
+
+#include "kvcmp/reference.h"
+__attribute__((unused)) static void *sleep_forever(void *arg) {
+    (void)arg;
+    for (;;) pause();
+    return NULL;
+}
+static int misbehaving_insert(const kvc_v41_insert_args *a, kvc_error *err) {
+#if defined(KIND_leak)
+    static char *volatile leaked;   /* escapes, so the allocation stays */
+    leaked = malloc(16 << 20);
+    if (leaked) memset(leaked, 1, 16 << 20);
+#else
+    pthread_t thread;
+    if (pthread_create(&thread, NULL, sleep_forever, NULL) == 0) pthread_detach(thread);
+#endif
+    return ref_v41_rope_plain_insert(a, err);
+}
+static const kvcmp_plugin table = {
+    .abi_version = KVCMP_PLUGIN_ABI_VERSION, .struct_size = sizeof(kvcmp_plugin), .name = "misbehaving test candidate",
+    .v41_rope_plain_insert = misbehaving_insert,
+};
 #elif defined(KIND_partial)
 static int refuse_save(const kvc_v4_save_args *a, kvc_error *err) { (void)a; (void)err; return KVC_ERR_UNAVAILABLE; }
 static int refuse_norm(const kvc_v41_norm_args *a, kvc_error *err) { (void)a; (void)err; return KVC_ERR_UNAVAILABLE; }
 static const kvcmp_plugin table = {
     .abi_version = KVCMP_PLUGIN_ABI_VERSION, .struct_size = sizeof(kvcmp_plugin), .name = "partial test candidate",
     .v4_save_partial_states = refuse_save, .v41_save_compress_norm = refuse_norm,
-};
-#elif defined(KIND_bench)
-/* SPEC.md 3.1 without the validation: the bench's inputs are valid. */
-static int save_without_validation(const kvc_v4_save_args *a, kvc_error *err) {
-    (void)err;
-    int64_t width = (int64_t)kvc_v4_coff(a->compress_ratio) * a->head_dim;
-    for (int64_t t = 0; t < a->num_tokens; t++) {
-        if (a->slot_mapping[t] < 0) continue;
-        float *row = (float *)kvc_plain_row(&a->state_cache, a->slot_mapping[t], 2 * width * 4);
-        const float *ape = a->ape + (a->positions[t] % a->compress_ratio) * width;
-        memcpy(row, a->kv + t * width, (size_t)width * 4);
-        for (int64_t i = 0; i < width; i++) row[width + i] = kvc_canonical_f32(a->score[t * width + i] + ape[i]);
-    }
-    return KVC_OK;
-}
-static int insert_nothing(const kvc_v41_insert_args *a, kvc_error *err) { (void)a; (void)err; return KVC_OK; }
-static const kvcmp_plugin table = {
-    .abi_version = KVCMP_PLUGIN_ABI_VERSION, .struct_size = sizeof(kvcmp_plugin), .name = "bench test candidate",
-    .v4_save_partial_states = save_without_validation, .v41_rope_quant_insert = insert_nothing,
 };
 #elif defined(KIND_wrong_abi)
 static const kvcmp_plugin table = {.abi_version = 2, .struct_size = sizeof(kvcmp_plugin), .name = "from the future"};

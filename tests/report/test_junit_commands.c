@@ -124,7 +124,7 @@ Test(junit_commands, fuzz_failures_and_skipped_stages, .timeout = 120) {
     char *argv[] = {"--seed", "2", "--cases", "6", "--jobs", "1", "--candidate", crash, "--stage", "v41.rope_plain_insert/bf16",
                     "--save", "/proc/kvcmp-no/saved", "--json", json, "--junit", junit, "--quiet"};
     captured_run run = run_fuzz(ARGC(argv), argv);
-    cr_expect_eq(run.status, 1, "%s%s", run.out, run.err);
+    cr_expect_eq(run.status, 3, "cases that could not be saved: exit status 3\n%s%s", run.out, run.err);
     char *seen = junit_summary(junit);
     char *text = support_read_file(json);
     cJSON *summary = cJSON_Parse(text);
@@ -165,7 +165,7 @@ Test(junit_commands, fuzz_failures_and_skipped_stages, .timeout = 120) {
     /* An unwritable JUnit file. */
     char *unwritable[] = {"--cases", "0", "--candidate", "ref", "--json", "", "--junit", "/proc/kvcmp-no/f.xml", "--quiet"};
     run = run_fuzz(ARGC(unwritable), unwritable);
-    cr_expect_eq(run.status, 2);
+    cr_expect_eq(run.status, 3, "an unwritable result file is exit status 3 (kvcmp fuzz --help)");
     expect_contains(run.err, "kvcmp fuzz: cannot write /proc/kvcmp-no/f.xml", "stderr");
     support_free_run(&run);
     support_remove_tree(dir);

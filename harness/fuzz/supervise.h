@@ -1,0 +1,58 @@
+/* Supervising the processes that run candidate code (fuzz workers, the
+ * per-case children of `replay --impl LIB.so`): time and memory limits,
+ * how a child ended in words, and SIGINT/SIGTERM.
+ *
+ * The limits are enforced from outside, by the parent: a candidate that
+ * loops forever, blocks its signals or scribbles over its own process
+ * cannot stop its supervisor from killing it. */
+#ifndef KVCMP_FUZZ_SUPERVISE_H
+#define KVCMP_FUZZ_SUPERVISE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define KVC_DEFAULT_TIMEOUT_SECONDS 10.0
+#define KVC_DEFAULT_RSS_LIMIT_MB 2048
+
+typedef struct {
+    double timeout_seconds;     /* one case; <= 0: no limit */
+    int64_t rss_limit_mb;       /* resident memory of the child; <= 0: no limit */
+} kvc_child_limits;
+
+double kvc_now_seconds(void);
+
+/* Resident memory of a process in bytes (0 = this one); -1 if unknown. */
+int64_t kvc_process_rss_bytes(pid_t pid);
+
+/* "killed by signal 11 (Segmentation fault)", "exited with status 3". */
+void kvc_describe_exit(int status, char *out, size_t size);
+
+/* In a freshly forked child that runs candidate code: it dies with its
+ * parent (no orphans when the supervisor is killed), leaves the
+ * terminal's SIGINT to the supervisor, and SIGTERM kills it. */
+void kvc_child_setup(pid_t parent);
+
+/* SIGINT and SIGTERM set a flag that kvc_interrupted() returns (the
+ * signal number); a second one kills the tracked children and exits at
+ * once with 128 + the signal. */
+void kvc_interrupt_install(void);
+int kvc_interrupted(void);
+void kvc_interrupt_track(pid_t pid);
+void kvc_interrupt_untrack(pid_t pid);
+/* Back to the default dispositions (for the unit tests' in-process runs). */
+void kvc_interrupt_uninstall(void);
+
+typedef enum { KVC_CHILD_DONE, KVC_CHILD_DIED, KVC_CHILD_TIMEOUT, KVC_CHILD_MEMORY } kvc_child_outcome;
+
+/* Runs fn(arg, fd) in a child under the limits; fn writes result_size
+ * bytes of its result to fd.  KVC_CHILD_DONE when they all arrived; else
+ * *status holds how the child ended (killed by the supervisor for the
+ * TIMEOUT and MEMORY outcomes). */
+kvc_child_outcome kvc_run_isolated(void (*fn)(void *arg, int fd), void *arg, const kvc_child_limits *limits, void *result,
+                                   size_t result_size, int *status);
+
+/* Why a child was stopped, for FAIL lines: "took longer than 0.5 s (--timeout)". */
+void kvc_describe_limit(kvc_child_outcome outcome, const kvc_child_limits *limits, char *out, size_t size);
+
+#endif

@@ -1,0 +1,197 @@
+/* Interruption and saving (issue 11): SIGINT/SIGTERM keep the failures
+ * found and write the summary marked as interrupted (exit 130/143), a
+ * second signal stops at once, no worker outlives the campaign; cases
+ * are renamed into place whole, never over an existing one, and every
+ * write failure is an error naming the path and errno's reason, with a
+ * non-zero exit (3) and nothing half-written left behind. */
+#include "tests/robust/robust_support.h"
+
+#define STAGE "--stage", "v41.rope_plain_insert"
+
+/* shrink_hang: every case fails at once, then hangs in the shrinker, so
+ * that a signal finds each job's failure found but not yet saved. */
+static child_run interrupted_campaign(const char *dir, const char *save, const char *json, child_options *opt) {
+    char plugin[512];
+    hostile_plugin("shrink_hang", plugin, sizeof plugin);
+    char *argv[] = {"fuzz", "--seed", "1", "--cases", "100", "--jobs", "2", STAGE, "--timeout", "30", "--shrink-seconds", "30",
+                    "--candidate", plugin, "--save", (char *)save, "--json", (char *)json, "--quiet", NULL};
+    (void)dir;
+    return run_kvcmp(argv, opt);
+}
+
+static void expect_interrupted(int signo, int status, const char *name) {
+    char dir[64], save[512], json[512];
+    support_temp_dir(dir, sizeof dir);
+    snprintf(save, sizeof save, "%s/saved", dir);
+    snprintf(json, sizeof json, "%s/summary.json", dir);
+    child_options opt = {.signal_after = 1.0, .signals = {signo}};
+    child_run run = interrupted_campaign(dir, save, json, &opt);
+    cr_expect_eq(run.status, status, "%s: stdout:\n%s\nstderr:\n%s", name, run.out, run.err);
+    expect_text(run.err, "stopping the workers and keeping the failures found so far", "stderr");
+    expect_text(run.out, "fuzz: INTERRUPTED by ", "stdout");
+    cr_expect_lt(run.seconds, 5.0, "%s took %.1f s to stop", name, run.seconds);
+    /* Both jobs' first case failed and was being shrunk: both are saved. */
+    cr_expect_eq(count_of(run.out, "FAIL case "), 2, "%s", run.out);
+    cr_expect_eq(complete_cases_in(save), 2);
+    int hidden;
+    entries_in(save, &hidden);
+    cr_expect_eq(hidden, 0, "a partial save was left behind");
+    cJSON *root = read_summary(json);
+    cr_expect(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "interrupted")), "the summary is not marked interrupted");
+    const cJSON *sig = cJSON_GetObjectItemCaseSensitive(root, "signal");
+    cr_expect(cJSON_IsString(sig) && strcmp(sig->valuestring, name) == 0, "signal %s", cJSON_IsString(sig) ? sig->valuestring : "?");
+    cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(root, "failure_list")), 2);
+    cJSON_Delete(root);
+    cr_expect_eq(run.leftovers, 0, "a worker outlived the interrupted campaign");
+    free_child_run(&run);
+    support_remove_tree(dir);
+}
+
+Test(interruption, sigint_keeps_the_failures_and_exits_130, .timeout = 60) { expect_interrupted(SIGINT, 130, "SIGINT"); }
+
+Test(interruption, sigterm_keeps_the_failures_and_exits_143, .timeout = 60) { expect_interrupted(SIGTERM, 143, "SIGTERM"); }
+
+/* Two signals at once: the second stops at once, before any summary
+ * (with both pending, the kernel runs one handler inside the other, so
+ * either may be the second: 130 or 143). */
+Test(interruption, a_second_signal_stops_at_once, .timeout = 60) {
+    char dir[64], save[512], json[512];
+    support_temp_dir(dir, sizeof dir);
+    snprintf(save, sizeof save, "%s/saved", dir);
+    snprintf(json, sizeof json, "%s/summary.json", dir);
+    child_options opt = {.signal_after = 1.0, .signals = {SIGINT, SIGTERM}};
+    child_run run = interrupted_campaign(dir, save, json, &opt);
+    cr_expect(run.status == 130 || run.status == 143, "exit status %d; stdout:\n%s\nstderr:\n%s", run.status, run.out, run.err);
+    cr_expect_not(support_file_exists(json), "a summary was written after the second signal");
+    cr_expect(strstr(run.out, "INTERRUPTED") == NULL, "%s", run.out);
+    cr_expect_lt(run.seconds, 5.0);
+    cr_expect_eq(run.leftovers, 0, "the second signal left a worker running");
+    free_child_run(&run);
+    support_remove_tree(dir);
+}
+
+/* ---- saving ------------------------------------------------------------------- */
+
+static child_run crashing_campaign(const char *seed, const char *save, const char *json, const child_options *opt) {
+    char plugin[512];
+    hostile_plugin("abort", plugin, sizeof plugin);
+    char *argv[] = {"fuzz", "--seed", (char *)seed, "--cases", "2", "--jobs", "2", STAGE, "--candidate", plugin,
+                    "--save", (char *)save, "--json", (char *)json, "--quiet", NULL};
+    return run_kvcmp(argv, opt);
+}
+
+/* Two campaigns with one seed and one --save: four cases, none
+ * overwritten or mixed, the second run's named NAME-2. */
+Test(saving, campaigns_never_overwrite_each_others_cases, .timeout = 60) {
+    char dir[64], save[512], json[512];
+    support_temp_dir(dir, sizeof dir);
+    snprintf(save, sizeof save, "%s/saved", dir);
+    snprintf(json, sizeof json, "%s/summary.json", dir);
+    for (int i = 0; i < 2; i++) {
+        child_run run = crashing_campaign("5", save, json, NULL);
+        cr_expect_eq(run.status, 1, "%s", run.err);
+        /* Each saved path is printed twice: "saved to PATH" and its replay __REPRO. */
+        if (i == 1) cr_expect_eq(count_of(run.out, "-2\n"), 4, "the second campaign's cases are not NAME-2:\n%s", run.out);
+        free_child_run(&run);
+    }
+    int hidden;
+    cr_expect_eq(entries_in(save, &hidden), 4);
+    cr_expect_eq(hidden, 0);
+    cr_expect_eq(complete_cases_in(save), 4);
+    support_remove_tree(dir);
+}
+
+Test(saving, a_save_directory_under_a_file_is_an_error, .timeout = 60) {
+    char dir[64], save[512], json[512], file[512];
+    support_temp_dir(dir, sizeof dir);
+    snprintf(file, sizeof file, "%s/file", dir);
+    support_write_text(file, "not a directory");
+    snprintf(save, sizeof save, "%s/file/saved", dir);
+    snprintf(json, sizeof json, "%s/summary.json", dir);
+    child_run run = crashing_campaign("1", save, json, NULL);
+    cr_expect_eq(run.status, 3, "stderr:\n%s", run.err);
+    cr_expect_eq(count_of(run.err, "was not saved: cannot create "), 2, "%s", run.err);
+    expect_text(run.err, "file/saved: Not a directory", "stderr");
+    expect_text(run.err, "check that --save", "stderr");
+    cr_expect_eq(entries_in(dir, NULL), 2, "something besides the file and the summary was written");
+    free_child_run(&run);
+    support_remove_tree(dir);
+}
+
+/* A file-size limit of 4 KiB: the tensors cannot be written (EFBIG, as
+ * a full disk would be ENOSPC); neither a half case nor a half summary
+ * stays. */
+Test(saving, a_full_disk_leaves_nothing_half_written, .timeout = 60) {
+    char dir[64], save[512], json[512];
+    support_temp_dir(dir, sizeof dir);
+    snprintf(save, sizeof save, "%s/saved", dir);
+    snprintf(json, sizeof json, "%s/summary.json", dir);
+    child_options opt = {.file_size_limit = 4096};
+    child_run run = crashing_campaign("1", save, json, &opt);
+    cr_expect_eq(run.status, 3, "stderr:\n%s", run.err);
+    cr_expect_eq(count_of(run.err, ": File too large (check that --save"), 2, "%s", run.err);
+    cr_expect_eq(entries_in(save, NULL), 0, "a half-written case stayed in %s", save);
+    free_child_run(&run);
+    support_remove_tree(dir);
+    /* The summary alone over the limit: 512 bytes cannot hold it. */
+    support_temp_dir(dir, sizeof dir);
+    snprintf(json, sizeof json, "%s/summary.json", dir);
+    opt.file_size_limit = 512;
+    char *argv[] = {"fuzz", "--seed", "1", "--cases", "20", "--candidate", "ref", "--json", json, "--quiet", NULL};
+    run = run_kvcmp(argv, &opt);
+    cr_expect_eq(run.status, 3, "stderr:\n%s", run.err);
+    char message[600];
+    snprintf(message, sizeof message, "kvcmp fuzz: cannot write %s: File too large", json);
+    expect_text(run.err, message, "stderr");
+    cr_expect_not(support_file_exists(json), "a half summary was left");
+    cr_expect_eq(entries_in(dir, NULL), 0, "the summary's temporary file was left behind");
+    free_child_run(&run);
+    support_remove_tree(dir);
+}
+
+Test(saving, json_naming_a_directory_is_an_error, .timeout = 60) {
+    char dir[64];
+    support_temp_dir(dir, sizeof dir);
+    char *argv[] = {"fuzz", "--seed", "1", "--cases", "3", "--candidate", "ref", "--json", dir, "--quiet", NULL};
+    child_run run = run_kvcmp(argv, NULL);
+    cr_expect_eq(run.status, 3, "stderr:\n%s", run.err);
+    expect_text(run.err, "Is a directory", "stderr");
+    expect_text(run.err, "give a path in a writable directory", "stderr");
+    cr_expect_eq(entries_in(dir, NULL), 0, "something was written into %s", dir);
+    free_child_run(&run);
+    support_remove_tree(dir);
+}
+
+/* The library call: a taken name gets the next free suffix, and the
+ * temporary directory of a killed writer is removed by pid. */
+Test(saving, case_save_new_and_partial_cleanup) {
+    char dir[64], saved[512], error[512], path[600];
+    support_temp_dir(dir, sizeof dir);
+    kvc_case c;
+    support_make_case("v41.rope_quant_insert", KVC_FAM_NORMAL, 1, 0, &c);
+    for (int i = 1; i <= 3; i++) {
+        cr_assert_eq(kvc_case_save_new(dir, "x", &c, saved, sizeof saved, error, sizeof error), 0, "%s", error);
+        char want[600];
+        if (i == 1) snprintf(want, sizeof want, "%s/x", dir);
+        else snprintf(want, sizeof want, "%s/x-%d", dir, i);
+        cr_expect_str_eq(saved, want);
+    }
+    snprintf(path, sizeof path, "%s/.y.partial-4242", dir);
+    cr_assert_eq(mkdir(path, 0700), 0);
+    snprintf(path, sizeof path, "%s/.y.partial-4242/case.json", dir);
+    support_write_text(path, "{");
+    snprintf(path, sizeof path, "%s/.z.partial-42", dir);
+    cr_assert_eq(mkdir(path, 0700), 0);
+    kvc_case_remove_partial_saves(dir, 4242);
+    snprintf(path, sizeof path, "%s/.y.partial-4242", dir);
+    cr_expect_not(support_file_exists(path));
+    snprintf(path, sizeof path, "%s/.z.partial-42", dir);
+    cr_expect(support_file_exists(path), "another process's partial save was removed");
+    kvc_case_remove_partial_saves("/nonexistent/kvcmp", 1);
+    /* Under a file: the error names the path and the reason. */
+    snprintf(path, sizeof path, "%s/x/case.json/deeper", dir);
+    cr_expect_eq(kvc_case_save_new(path, "x", &c, saved, sizeof saved, error, sizeof error), -1);
+    cr_expect(strstr(error, "Not a directory") != NULL, "%s", error);
+    kvc_case_free(&c);
+    support_remove_tree(dir);
+}
