@@ -14,6 +14,11 @@ static const kvc_backend optimized_backend = {
     .v41_rope_plain_insert = opt_v41_rope_plain_insert,
 };
 
+double opt_nanoseconds_per_thread = OPT_NANOSECONDS_PER_THREAD;
+
+void kvc_optimized_set_thread_work(double nanoseconds) { opt_nanoseconds_per_thread = nanoseconds; }
+double kvc_optimized_thread_work(void) { return opt_nanoseconds_per_thread; }
+
 const kvc_backend *kvc_optimized_backend_get(char *error, size_t error_size) {
     /* Checked before any AVX-512 instruction runs: this file only
      * dispatches, the stages execute the wide instructions. */

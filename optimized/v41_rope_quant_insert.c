@@ -13,7 +13,9 @@
 int opt_v41_rope_quant_insert(const kvc_v41_insert_args *a, kvc_error *err) {
     int rc = kvc_validate_v41_insert(a, 1, err);
     if (rc) return rc;
-#pragma omp parallel for schedule(static)
+    /* Every token a closing one at most, each row about 120 ns on one thread. */
+    int threads = opt_threads_for(OPT_NANOSECONDS_PER_INSERTED_ROW * (double)a->num_tokens);
+#pragma omp parallel for schedule(static) num_threads(threads)
     for (int64_t t = 0; t < a->num_tokens; t++) {
         int64_t slot = a->slot_mapping[t];
         if (slot < 0 || !kvc_is_closing(a->positions[t], a->compress_ratio)) continue;

@@ -70,7 +70,11 @@ static void write_latent(uint16_t *latent_row, const float *pooled, const float 
 
 /* After every pooling read of the call, each request's ring rows. */
 static void store_rings(const kvc_v41_norm_args *a) {
-#pragma omp parallel for schedule(static)
+    /* At most cap rows per request are stored, each read and written once. */
+    double rows = a->num_tokens < a->num_requests * a->state_cache.page_rows ? (double)a->num_tokens
+                                                                             : (double)(a->num_requests * a->state_cache.page_rows);
+    int threads = opt_threads_for(OPT_NANOSECONDS_PER_BYTE * 2 * 4096 * rows);
+#pragma omp parallel for schedule(static) num_threads(threads)
     for (int64_t req = 0; req < a->num_requests; req++) kvc_v41_store_ring(a, req);
 }
 
@@ -81,7 +85,9 @@ int opt_v41_save_compress_norm(const kvc_v41_norm_args *a, kvc_error *err) {
     for (int d = 0; d < HEAD_DIM; d += 16)
         _mm512_storeu_ps(weight + d, opt_f32_from_bf16x16(_mm256_loadu_si256((const __m256i *)(a->norm_weight + d))));
     int32_t ratio = a->compress_ratio;
-#pragma omp parallel for schedule(dynamic, 16)
+    /* Each token's row read once, one exp per channel of a closing token (R = 2). */
+    int threads = opt_threads_for((double)a->num_tokens * (OPT_NANOSECONDS_PER_BYTE * HEAD_DIM * ratio * 4 + OPT_NANOSECONDS_PER_EXP * HEAD_DIM));
+#pragma omp parallel for schedule(dynamic, 16) num_threads(threads)
     for (int64_t t = 0; t < a->num_tokens; t++) {
         const float *row = a->kv_score + t * (int64_t)HEAD_DIM * ratio;
         if (t + 2 < a->num_tokens) opt_prefetch_bytes(row + 2 * (int64_t)HEAD_DIM * ratio, (int64_t)HEAD_DIM * ratio * 4);

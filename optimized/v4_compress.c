@@ -170,10 +170,10 @@ static void prefetch_window(const kvc_v4_compress_args *a, int64_t t) {
 
 /* Many closing tokens: each thread takes runs of whole tokens (runs of
  * up to 16, at least 8 runs per thread to even out the load). */
-static void compress_by_token(const kvc_v4_compress_args *a, const int64_t *tokens, int64_t count) {
-    int64_t run = count / (8 * (int64_t)omp_get_max_threads());
+static void compress_by_token(const kvc_v4_compress_args *a, const int64_t *tokens, int64_t count, int threads) {
+    int64_t run = count / (8 * (int64_t)threads);
     int chunk = run < 1 ? 1 : run > 16 ? 16 : (int)run;
-#pragma omp parallel for schedule(dynamic, chunk)
+#pragma omp parallel for schedule(dynamic, chunk) num_threads(threads)
     for (int64_t i = 0; i < count; i++) {
         window_rows window;
         float pooled[MAX_HEAD_DIM];
@@ -187,10 +187,10 @@ static void compress_by_token(const kvc_v4_compress_args *a, const int64_t *toke
 /* Few closing tokens: the (token, channel block) pairs are spread over
  * the threads, pooled rows meet in one scratch array, then each token is
  * normed and stored. */
-static void compress_by_channel_block(const kvc_v4_compress_args *a, const int64_t *tokens, int64_t count,
+static void compress_by_channel_block(const kvc_v4_compress_args *a, const int64_t *tokens, int64_t count, int threads,
                                       float *pooled_rows) {
     int blocks = a->head_dim / CHANNEL_BLOCK;
-#pragma omp parallel
+#pragma omp parallel num_threads(threads)
     {
 #pragma omp for schedule(dynamic, 1)
         for (int64_t item = 0; item < count * blocks; item++) {
@@ -215,12 +215,15 @@ int opt_v4_compress(const kvc_v4_compress_args *a, kvc_error *err) {
     for (int64_t t = 0; t < a->num_tokens; t++)
         if (a->slot_mapping[t] >= 0 && a->kv_slot_mapping[t] >= 0 && kvc_is_closing(a->positions[t], a->compress_ratio))
             tokens[count++] = t;
-    if (count >= (int64_t)TOKENS_PER_THREAD_FOR_TOKEN_PARALLELISM * omp_get_max_threads()) {
-        compress_by_token(a, tokens, count);
+    /* One exp per channel and window entry dominates a token's work. */
+    double exps = (double)count * kvc_v4_coff(a->compress_ratio) * a->compress_ratio * a->head_dim;
+    int threads = opt_threads_for(OPT_NANOSECONDS_PER_EXP * exps);
+    if (count >= (int64_t)TOKENS_PER_THREAD_FOR_TOKEN_PARALLELISM * threads) {
+        compress_by_token(a, tokens, count, threads);
     } else if (count > 0) {
         float *pooled_rows = malloc((size_t)(count * a->head_dim) * sizeof *pooled_rows);
         if (!pooled_rows) { free(tokens); return kvc_fail(err, KVC_ERR_NOMEM, "out of memory for pooled rows"); }
-        compress_by_channel_block(a, tokens, count, pooled_rows);
+        compress_by_channel_block(a, tokens, count, threads, pooled_rows);
         free(pooled_rows);
     }
     free(tokens);

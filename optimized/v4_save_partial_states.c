@@ -43,7 +43,9 @@ int opt_v4_save_partial_states(const kvc_v4_save_args *a, kvc_error *err) {
     /* width = coff * D is 128, 256, 512 or 1024: whole zmm registers. */
     int64_t width = (int64_t)kvc_v4_coff(a->compress_ratio) * a->head_dim;
     int large_batch = a->num_tokens * 2 * width * 4 > STREAMING_STORE_BYTES;
-#pragma omp parallel
+    /* Read kv + score, write the row: 4 W floats per token. */
+    int threads = opt_threads_for(OPT_NANOSECONDS_PER_BYTE * (double)a->num_tokens * 4 * (double)width * 4);
+#pragma omp parallel num_threads(threads)
     {
 #pragma omp for schedule(static)
         for (int64_t t = 0; t < a->num_tokens; t++) {
