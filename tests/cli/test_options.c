@@ -130,7 +130,7 @@ Test(cli_options, replay_bench_and_report_refuse_bad_values) {
     char *threads[] = {"--threads", "2x"};
     captured_run run = support_capture(kvc_cmd_bench, ARGC(threads), threads);
     cr_expect_eq(run.status, 2);
-    expect_contains(run.err, "kvcmp bench: --threads takes a whole number from 1 to 1024, not '2x'", "stderr");
+    expect_contains(run.err, "kvcmp bench: --threads takes thread counts from 1 to 1024, not '2x'", "stderr");
     cr_expect_str_empty(run.out);
     support_free_run(&run);
     char *stray[] = {"--runs", "1", "stray"};
@@ -177,7 +177,7 @@ Test(cli_options, every_help_prints_to_stdout) {
     expect_help(options_test_main, ARGC(help_fuzz), help_fuzz, "usage: kvcmp fuzz [--seed S]");
     char *replay[] = {"--help"}, *bench[] = {"-h"}, *report[] = {"parity", "--help"}, *precision[] = {"precision", "-h"};
     expect_help(kvc_cmd_replay, ARGC(replay), replay, "usage: kvcmp replay [--impl");
-    expect_help(kvc_cmd_bench, ARGC(bench), bench, "usage: kvcmp bench [--json FILE]");
+    expect_help(kvc_cmd_bench, ARGC(bench), bench, "usage: kvcmp bench [--candidate LIB.so]");
     expect_help(kvc_cmd_report, ARGC(report), report, "usage: kvcmp report precision");
     expect_help(kvc_cmd_report, ARGC(precision), precision, "kvcmp report parity [--out DIR] PATH...");
 }
