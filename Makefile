@@ -123,12 +123,12 @@ $(BUILD)/asan/unit-tests: $(call obj,asan,$(TEST_SRC)) $(BUILD)/asan/libkvcmp.a
 # The hostile kinds (hang ... threads) are the candidates of the
 # supervision tests (tests/robust/test_isolation.c); leak and threads
 # carry libkvcmp.a for the reference's insert.
-TEST_PLUGIN_KINDS := no_entry null_table wrong_abi short_table crash partial \
+TEST_PLUGIN_KINDS := no_entry null_table wrong_abi short_table crash partial bench \
 	hang shrink_crash shrink_hang exit0 abort heap_smash balloon leak threads
 TEST_PLUGINS_WITH_REFERENCE := leak threads
 TEST_PLUGINS = $(patsubst %,$(BUILD)/test-plugins/%.so,$(TEST_PLUGIN_KINDS))
 $(TEST_PLUGINS_WITH_REFERENCE:%=$(BUILD)/test-plugins/%.so): $(BUILD)/libkvcmp.a
-$(BUILD)/test-plugins/%.so: tests/plugins/candidate.c include/kvcmp/plugin.h include/kvcmp/kvcmp.h
+$(BUILD)/test-plugins/%.so: tests/plugins/candidate.c $(PUBLIC_HEADERS)
 	@mkdir -p $(dir $@)
 	$(Q)$(call say,CC,$@)$(CC) $(STD_FLAGS) -O1 -fPIC -shared -fvisibility=hidden $(INCLUDES) -DKIND_$* $< -o $@ \
 	  $(if $(filter $*,$(TEST_PLUGINS_WITH_REFERENCE)),$(BUILD)/libkvcmp.a $(LIBS) -lpthread)
@@ -144,7 +144,8 @@ TEST_EXTRA :=
 test: deps check-shared
 	$(MAKE) --no-print-directory $(BUILD)/asan/unit-tests $(BUILD)/kvcmp $(TEST_PLUGINS)
 	$(if $(TEST_EXTRA),$(MAKE) --no-print-directory $(TEST_EXTRA))
-	ASAN_OPTIONS=detect_leaks=0 KVCMP_SHARED=$(SHARED) KVCMP_TEST_PLUGINS=$(BUILD)/test-plugins $(BUILD)/asan/unit-tests --jobs 2
+	ASAN_OPTIONS=detect_leaks=0 KVCMP_SHARED=$(SHARED) KVCMP_TEST_PLUGINS=$(BUILD)/test-plugins $(BUILD)/asan/unit-tests --jobs 2 $(CRITERION_XML_FLAG) \
+	  $(if $(CRITERION_XML),&& /usr/bin/python3 tools/junit_check.py --criterion $(CRITERION_XML))
 
 check-shared:
 	@test -d $(SHARED)/spec-cases -a -d $(SHARED)/vllm-cases || { \

@@ -61,7 +61,9 @@ static int check_pointer(const void *p, const char *name, int64_t count, kvc_err
     return KVC_OK;
 }
 
-/* An output range must not overlap an input range. */
+/* An output range must not overlap an input range, index tensors
+ * included: a stage writing over one would then read an index it never
+ * validated. */
 static int check_disjoint(const void *out, int64_t out_bytes, const char *out_name, const void *in,
                           int64_t in_bytes, const char *in_name, kvc_error *err) {
     if (!out || !in || out_bytes <= 0 || in_bytes <= 0) return KVC_OK;
@@ -137,6 +139,8 @@ int kvc_validate_v4_save(const kvc_v4_save_args *a, kvc_error *err) {
     TRY(check_disjoint(a->state_cache.data, span, "state_cache", a->kv, T * W * 4, "kv", err));
     TRY(check_disjoint(a->state_cache.data, span, "state_cache", a->score, T * W * 4, "score", err));
     TRY(check_disjoint(a->state_cache.data, span, "state_cache", a->ape, a->compress_ratio * W * 4, "ape", err));
+    TRY(check_disjoint(a->state_cache.data, span, "state_cache", a->positions, T * 8, "positions", err));
+    TRY(check_disjoint(a->state_cache.data, span, "state_cache", a->slot_mapping, T * 8, "slot_mapping", err));
     int64_t *owner = new_owner_table(a->state_cache.num_pages * a->state_cache.page_rows);
     if (!owner) return kvc_fail(err, KVC_ERR_NOMEM, "out of memory validating state_cache");
     for (int64_t t = 0; t < T; t++) {
@@ -192,6 +196,11 @@ int kvc_validate_v4_compress(const kvc_v4_compress_args *a, kvc_error *err) {
     TRY(check_disjoint(a->kv_cache.data, span, "kv_cache", a->state_cache.data, kvc_cache_span(&a->state_cache), "state_cache", err));
     TRY(check_disjoint(a->kv_cache.data, span, "kv_cache", a->norm_weight, D * 4, "norm_weight", err));
     TRY(check_disjoint(a->kv_cache.data, span, "kv_cache", a->cos_sin, a->cos_sin_rows * 64 * 4, "cos_sin", err));
+    TRY(check_disjoint(a->kv_cache.data, span, "kv_cache", a->positions, T * 8, "positions", err));
+    TRY(check_disjoint(a->kv_cache.data, span, "kv_cache", a->slot_mapping, T * 8, "slot_mapping", err));
+    TRY(check_disjoint(a->kv_cache.data, span, "kv_cache", a->kv_slot_mapping, T * 8, "kv_slot_mapping", err));
+    TRY(check_disjoint(a->kv_cache.data, span, "kv_cache", a->token_to_req, T * 4, "token_to_req", err));
+    TRY(check_disjoint(a->kv_cache.data, span, "kv_cache", a->block_table, a->num_requests * a->max_blocks * 4, "block_table", err));
     int64_t *owner = new_owner_table(a->kv_cache.num_pages * a->kv_cache.page_rows);
     if (!owner) return kvc_fail(err, KVC_ERR_NOMEM, "out of memory validating kv_cache");
     for (int64_t t = 0; t < T; t++) {
@@ -290,6 +299,8 @@ int kvc_validate_v41_norm(const kvc_v41_norm_args *a, kvc_error *err) {
     int64_t latent_bytes = T * KVC_V41_HEAD_DIM * 2;
     TRY(check_disjoint(a->latent, latent_bytes, "latent", a->kv_score, T * 512 * R * 4, "kv_score", err));
     TRY(check_disjoint(a->latent, latent_bytes, "latent", a->norm_weight, 1024, "norm_weight", err));
+    TRY(check_disjoint(a->latent, latent_bytes, "latent", a->positions, T * 8, "positions", err));
+    TRY(check_disjoint(a->latent, latent_bytes, "latent", a->slot_mapping, T * 8, "slot_mapping", err));
     for (int64_t t = 0; t < T; t++)
         if (a->slot_mapping[t] >= 0) TRY(check_position(a->positions, t, err));
     if (R == 1) return ok(err);
@@ -303,6 +314,14 @@ int kvc_validate_v41_norm(const kvc_v41_norm_args *a, kvc_error *err) {
     int64_t span = kvc_cache_span(&a->state_cache);
     TRY(check_disjoint(a->state_cache.data, span, "state_cache", a->kv_score, T * 1024 * 4, "kv_score", err));
     TRY(check_disjoint(a->state_cache.data, span, "state_cache", a->latent, latent_bytes, "latent", err));
+    TRY(check_disjoint(a->state_cache.data, span, "state_cache", a->norm_weight, 1024, "norm_weight", err));
+    TRY(check_disjoint(a->state_cache.data, span, "state_cache", a->positions, T * 8, "positions", err));
+    TRY(check_disjoint(a->state_cache.data, span, "state_cache", a->slot_mapping, T * 8, "slot_mapping", err));
+    TRY(check_disjoint(a->state_cache.data, span, "state_cache", a->token_to_req, T * 4, "token_to_req", err));
+    int64_t starts_bytes = (a->num_requests + 1) * 4;
+    TRY(check_disjoint(a->state_cache.data, span, "state_cache", a->query_start_loc, starts_bytes, "query_start_loc", err));
+    TRY(check_disjoint(a->latent, latent_bytes, "latent", a->token_to_req, T * 4, "token_to_req", err));
+    TRY(check_disjoint(a->latent, latent_bytes, "latent", a->query_start_loc, starts_bytes, "query_start_loc", err));
     TRY(check_v41_requests(a, err));
     return ok(err);
 }
@@ -328,6 +347,8 @@ int kvc_validate_v41_insert(const kvc_v41_insert_args *a, int expect_quant, kvc_
     int64_t span = kvc_cache_span(&a->kv_cache);
     TRY(check_disjoint(a->kv_cache.data, span, "kv_cache", a->latent, T * 1024, "latent", err));
     TRY(check_disjoint(a->kv_cache.data, span, "kv_cache", a->cos_sin, a->cos_sin_rows * 256, "cos_sin", err));
+    TRY(check_disjoint(a->kv_cache.data, span, "kv_cache", a->positions, T * 8, "positions", err));
+    TRY(check_disjoint(a->kv_cache.data, span, "kv_cache", a->slot_mapping, T * 8, "slot_mapping", err));
     int64_t *owner = new_owner_table(a->kv_cache.num_pages * a->kv_cache.page_rows);
     if (!owner) return kvc_fail(err, KVC_ERR_NOMEM, "out of memory validating kv_cache");
     for (int64_t t = 0; t < T; t++) {

@@ -1,10 +1,11 @@
-# The benchmark of issue 4.  Included by the Makefile.
+# The benchmark of issues 4 and 15.  Included by the Makefile.
 #
 #   make bench    builds build/kvcmp and runs every scenario, writing the
-#                 human table to stdout and reports/bench.json
+#                 human tables to stdout and reports/bench.json
 #
 # BENCH_ARGS adds options, e.g. BENCH_ARGS='--scenario v4-d512-r4-prefill
-# --runs 31'.  A benchmark, not a test: it asserts nothing about speed.
+# --runs 31 --threads 1,2 --candidate build/examples/wrap_reference.so'.
+# A benchmark, not a test: it asserts nothing about speed.
 
 BENCH_ARGS ?=
 # Threads sleep while they wait for work: on a shared 2-core machine a

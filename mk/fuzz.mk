@@ -6,6 +6,7 @@
 #   make fuzz-check      fixed-seed campaign of 20,000 cases (part of make test)
 #   make wrap-check      fuzz examples/wrap_reference (part of make test)
 #   make libfuzzer       clang libFuzzer target build/libfuzzer/kvcmp_fuzzer
+#                        (LIBFUZZER_SERIAL=1: without OpenMP, for MemorySanitizer)
 #
 # FUZZ_ARGS adds options to `make fuzz`, e.g. FUZZ_ARGS='--candidate my.so'.
 
@@ -28,7 +29,8 @@ fuzz: deps $(BUILD)/kvcmp
 
 fuzz-check: $(BUILD)/kvcmp
 	@mkdir -p reports
-	$(BUILD)/kvcmp fuzz --seed $(FUZZ_SEED) --cases $(FUZZ_CHECK_CASES) --json reports/fuzz-check.json
+	$(BUILD)/kvcmp fuzz --seed $(FUZZ_SEED) --cases $(FUZZ_CHECK_CASES) --json reports/fuzz-check.json \
+	  --junit $(JUNIT_DIR)/fuzz-check.xml
 
 # A mutant: the reference's sources and headers copied to
 # build/mutants/NAME, one file patched by harness/mutants/NAME.sed (its
@@ -50,7 +52,7 @@ $(BUILD)/mutants/%.so: harness/mutants/%.sed harness/mutants/entry.c $(PUBLIC_HE
 mutants: $(MUTANT_LIBS)
 
 mutants-check: $(MUTANT_LIBS) $(BUILD)/kvcmp
-	@bash harness/mutants/check.sh $(BUILD)/kvcmp $(BUILD)/mutants $(MUTANT_SEED) $(MUTANT_SECONDS)
+	@bash harness/mutants/check.sh $(BUILD)/kvcmp $(BUILD)/mutants $(MUTANT_SEED) $(MUTANT_SECONDS) $(JUNIT_DIR)/mutants.xml
 
 # The vLLM-style wrapper example, linked against libkvcmp.a (a plug-in
 # carries its own copy of the reference and validators).
@@ -63,14 +65,15 @@ examples: $(BUILD)/examples/wrap_reference.so
 wrap-check: $(BUILD)/examples/wrap_reference.so $(BUILD)/kvcmp
 	@mkdir -p reports
 	$(BUILD)/kvcmp fuzz --candidate $(BUILD)/examples/wrap_reference.so --seed $(FUZZ_SEED) --cases 3000 \
-	  --json reports/fuzz-wrap-reference.json
+	  --json reports/fuzz-wrap-reference.json --junit $(JUNIT_DIR)/fuzz-wrap-reference.xml
 
 # libFuzzer (clang): the OSS-Fuzz style script does the build.
 libfuzzer:
 	@bash tools/deps.sh clang libomp-dev
-	bash fuzz/build.sh
-	@echo "run it: mkdir -p build/corpus && build/libfuzzer/kvcmp_fuzzer build/corpus fixtures/corpus -max_total_time=60" \
-		"  (new inputs go to build/corpus; see fuzz/README.md)"
+	$(if $(filter 1,$(LIBFUZZER_SERIAL)),KVCMP_FUZZ_SERIAL=1 )bash fuzz/build.sh
+	@echo "run it: mkdir -p build/corpus build/libfuzzer/artifacts && build/libfuzzer/kvcmp_fuzzer build/corpus fixtures/corpus" \
+		"-dict=fuzz/kvcmp_fuzzer.dict -artifact_prefix=build/libfuzzer/artifacts/ -max_total_time=60" \
+		"  (new inputs go to build/corpus, crashes to build/libfuzzer/artifacts; see fuzz/README.md)"
 
 # The same entry point without libFuzzer, replaying the seed corpus.
 $(BUILD)/fuzz-corpus-replay: $(call obj,obj,fuzz/libfuzzer_entry.c fuzz/replay_corpus.c) $(BUILD)/libkvcmp.a

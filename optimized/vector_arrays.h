@@ -31,6 +31,14 @@ uint8_t opt_quantize_bf16_block_ue8m0(const uint16_t *z, uint8_t *codes);
  * both with software prefetch. */
 uint64_t opt_stream_read(const void *data, size_t bytes);
 void opt_stream_copy(void *destination, const void *source, size_t bytes);
+/* Writes `bytes` bytes of a constant pattern, by streaming stores when
+ * non_temporal is set (and the destination 64-byte aligned), else by
+ * ordinary stores: the bench keeps whichever is faster. */
+void opt_stream_write(void *destination, size_t bytes, int non_temporal);
+/* y[i] = kvc_expf_cr(x[i]) by the fast path without its range test
+ * (opt_exp16_in_range), for every x[i] in [-87, 88]; n a multiple of 16.
+ * The cheapest exact exp the backend has: the bench's compute bound. */
+void opt_exp_in_range_array(const float *x, float *y, int64_t n);
 /* Step 4 on values[0..count), count a multiple of 16. */
 float opt_sum_of_squares(const float *values, int count);
 

@@ -431,3 +431,24 @@ void opt_stream_copy(void *destination, const void *source, size_t bytes) {
     _mm_sfence();
     memcpy(d + i, s + i, bytes - i);
 }
+
+/* A streaming write of a constant: with non_temporal (and a 64-byte
+ * aligned destination) by streaming stores, which skip the read for
+ * ownership that an ordinary store to an uncached line costs; otherwise
+ * by ordinary stores, which win while the buffer fits in the caches. */
+void opt_stream_write(void *destination, size_t bytes, int non_temporal) {
+    uint8_t *d = destination;
+    __m512i pattern = _mm512_set1_epi64((long long)0x5A5A5A5A5A5A5A5AULL);
+    size_t i = 0;
+    if (non_temporal && ((uintptr_t)d & 63) == 0) {
+        for (; i + 64 <= bytes; i += 64) _mm512_stream_si512((__m512i *)(d + i), pattern);
+        _mm_sfence();
+    } else {
+        for (; i + 64 <= bytes; i += 64) _mm512_storeu_si512(d + i, pattern);
+    }
+    memset(d + i, 0x5A, bytes - i);
+}
+
+void opt_exp_in_range_array(const float *x, float *y, int64_t n) {
+    for (int64_t i = 0; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, opt_exp16_in_range(_mm512_loadu_ps(x + i)));
+}

@@ -646,26 +646,6 @@ static void usage(FILE *out) {
             MAX_JOBS, KVC_DEFAULT_TIMEOUT_SECONDS, KVC_DEFAULT_RSS_LIMIT_MB);
 }
 
-/* --shard I/N: both whole numbers, 0 <= I < N. */
-static int parse_shard(const char *value, void *target, char *why, size_t size) {
-    int *index_and_count = target;
-    const char *slash = strchr(value, '/');
-    char index_text[32];
-    int64_t index = -1, count = 0;
-    if (slash && (size_t)(slash - value) < sizeof index_text) {
-        memcpy(index_text, value, (size_t)(slash - value));
-        index_text[slash - value] = 0;
-        if (kvc_parse_int64_text(index_text, &index) || kvc_parse_int64_text(slash + 1, &count)) count = 0;
-    }
-    if (count < 1 || count > INT32_MAX || index < 0 || index >= count) {
-        snprintf(why, size, "--shard takes I/N with 0 <= I < N, e.g. --shard 0/4, not '%s'", value);
-        return -1;
-    }
-    index_and_count[0] = (int)index;
-    index_and_count[1] = (int)count;
-    return 0;
-}
-
 /* Failures go under build/, one folder per campaign (seed, start time,
  * process), so that a campaign never writes into the checkout's tracked
  * files; fixtures/regressions gets a case only when a user copies it
@@ -707,7 +687,7 @@ static int parse_options(int argc, char **argv, fuzz_options *o) {
         {"candidate", KVC_OPT_STRING, .target = &o->candidate_name},
         {"stage", KVC_OPT_STRING, .target = &o->stage_list},
         {"family", KVC_OPT_STRING, .target = &o->family_list},
-        {"shard", KVC_OPT_CUSTOM, .target = shard, .parse = parse_shard},
+        {"shard", KVC_OPT_CUSTOM, .target = shard, .parse = kvc_option_shard},
         {"policy", KVC_OPT_CUSTOM, .target = &o->policy, .parse = kvc_option_policy},
         {"quiet", KVC_OPT_FLAG, .target = &o->quiet},
         {"list", KVC_OPT_FLAG, .target = &list},

@@ -5,10 +5,8 @@
  * and --invalid-rate): both call kvc_gen_make with the same config, so a
  * failure found on either side replays on the other.  Each case gets the
  * reference's outputs as NAME.out.npy; a case the reference rejects is
- * saved without them, as an input that must be rejected. */
-#include <errno.h>
-#include <getopt.h>
-#include <math.h>
+ * saved without them, as an input that must be rejected.  Options are
+ * parsed by harness/options (strict numbers, errors name the option). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +14,7 @@
 
 #include "cli/commands.h"
 #include "harness/fuzz/run.h"
+#include "harness/options/options.h"
 #include "kvcmp/generate.h"
 
 typedef struct {
@@ -27,8 +26,8 @@ typedef struct {
     kvc_gen_config gen;
 } gen_options;
 
-static void usage(void) {
-    fprintf(stderr,
+static void usage(FILE *out) {
+    fprintf(out,
             "usage: kvcmp gen --seed S (--cases N | --seconds T) --out DIR [--stage LIST] [--family LIST]\n"
             "                 [--invalid-rate PER_MILLE] [--shard I/N]\n"
             "  Writes the fuzzer's cases 0..N-1 of seed S (those of shard I of N) as case directories\n"
@@ -39,98 +38,33 @@ static void usage(void) {
             KVC_GEN_DEFAULT_INVALID_PER_MILLE);
 }
 
-static int bad_value(const char *option, const char *value, const char *want) {
-    fprintf(stderr, "kvcmp gen: %s '%s' is not %s (see kvcmp gen --help)\n", option, value, want);
-    return 2;
-}
-
-/* The whole text is one integer in [min, max]. */
-static int parse_integer(const char *text, long long min, long long max, long long *out) {
-    char *end;
-    errno = 0;
-    long long v = strtoll(text, &end, 10);
-    if (errno || end == text || *end || v < min || v > max) return -1;
-    *out = v;
-    return 0;
-}
-
-static int parse_value(int option, const char *value, gen_options *o) {
-    long long v;
-    char *end;
-    switch (option) {
-    case 's':
-        errno = 0;
-        o->seed = strtoull(value, &end, 0);
-        if (errno || end == value || *end || value[0] == '-') return bad_value("--seed", value, "a non-negative integer");
-        return 0;
-    case 'n':
-        if (parse_integer(value, 0, INT64_MAX, &v)) return bad_value("--cases", value, "a non-negative integer");
-        o->cases = v;
-        return 0;
-    case 't':
-        errno = 0;
-        o->seconds = strtod(value, &end);
-        if (errno || end == value || *end || !isfinite(o->seconds) || o->seconds <= 0)
-            return bad_value("--seconds", value, "a positive number of seconds");
-        o->cases = -1;
-        return 0;
-    case 'i':
-        if (parse_integer(value, 0, 1000, &v)) return bad_value("--invalid-rate", value, "an integer per mille in [0, 1000]");
-        o->gen.invalid_per_mille = (int)v;
-        return 0;
-    case 'd': {
-        int n = 0;
-        if (sscanf(value, "%d/%d%n", &o->shard_index, &o->shard_count, &n) != 2 || value[n] || o->shard_count < 1 || o->shard_index < 0 ||
-            o->shard_index >= o->shard_count)
-            return bad_value("--shard", value, "I/N with 0 <= I < N, e.g. 0/4");
-        return 0;
-    }
-    case 'S': o->stage_list = value; return 0;
-    case 'f': o->family_list = value; return 0;
-    default: o->out_dir = value; return 0;
-    }
-}
-
 static int parse_options(int argc, char **argv, gen_options *o) {
-    static const struct option long_options[] = {
-        {"seed", required_argument, NULL, 's'},   {"cases", required_argument, NULL, 'n'},
-        {"seconds", required_argument, NULL, 't'}, {"stage", required_argument, NULL, 'S'},
-        {"family", required_argument, NULL, 'f'},  {"invalid-rate", required_argument, NULL, 'i'},
-        {"shard", required_argument, NULL, 'd'},   {"out", required_argument, NULL, 'o'},
-        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
+    *o = (gen_options){.seed = 1, .cases = -1, .gen.invalid_per_mille = KVC_GEN_DEFAULT_INVALID_PER_MILLE};
+    int shard[2] = {0, 1}, cases_given = 0, seconds_given = 0;
+    const kvc_option options[] = {
+        {"seed", KVC_OPT_UINT64, .target = &o->seed},
+        {"cases", KVC_OPT_INT64, .target = &o->cases, .min = 0, .max = INT64_MAX, .given = &cases_given},
+        {"seconds", KVC_OPT_DOUBLE, .target = &o->seconds, .low = 0.001, .high = 1e7, .given = &seconds_given},
+        {"invalid-rate", KVC_OPT_INT, .target = &o->gen.invalid_per_mille, .min = 0, .max = 1000},
+        {"stage", KVC_OPT_STRING, .target = &o->stage_list},
+        {"family", KVC_OPT_STRING, .target = &o->family_list},
+        {"shard", KVC_OPT_CUSTOM, .target = shard, .parse = kvc_option_shard},
+        {"out", KVC_OPT_STRING, .target = &o->out_dir},
+        {NULL},
     };
-    *o = (gen_options){.seed = 1, .cases = -2, .shard_count = 1, .gen.invalid_per_mille = KVC_GEN_DEFAULT_INVALID_PER_MILLE};
-    /* getopt_long wants a program name first; argv starts at the options. */
-    char **args = calloc((size_t)argc + 2, sizeof *args);
-    if (!args) { fprintf(stderr, "kvcmp gen: out of memory\n"); return 2; }
-    args[0] = "kvcmp gen";
-    memcpy(args + 1, argv, (size_t)argc * sizeof *argv);
-    int status = 0, option;
-    optind = 0;
-    opterr = 0;
-    while (status == 0 && (option = getopt_long(argc + 1, args, ":h", long_options, NULL)) != -1) {
-        if (option == 'h') { usage(); status = 1; }
-        else if (option == '?') { fprintf(stderr, "kvcmp gen: unknown option %s (see kvcmp gen --help)\n", args[optind - 1]); status = 2; }
-        else if (option == ':') { fprintf(stderr, "kvcmp gen: %s needs a value (see kvcmp gen --help)\n", args[optind - 1]); status = 2; }
-        else status = parse_value(option, optarg, o);
-    }
-    if (status == 0 && optind < argc + 1) {
-        fprintf(stderr, "kvcmp gen: unexpected argument '%s' (kvcmp gen takes options only; see kvcmp gen --help)\n", args[optind]);
-        status = 2;
-    }
-    free(args);
+    const kvc_command_line line = {"gen", options, usage, 0};
+    int status = kvc_parse_command_line(&line, argc, argv, NULL, &(int){0});
     if (status) return status;
-    if (o->cases == -2) { fprintf(stderr, "kvcmp gen: say how many cases, --cases N or --seconds T (see kvcmp gen --help)\n"); return 2; }
-    if (!o->out_dir || !o->out_dir[0]) { fprintf(stderr, "kvcmp gen: --out DIR is required (where the case directories go)\n"); return 2; }
+    if (!cases_given && !seconds_given) return kvc_usage_error(&line, "say how many cases: --cases N or --seconds T");
+    if (seconds_given > cases_given) o->cases = -1;   /* the later of the two counts */
+    if (!o->out_dir || !o->out_dir[0]) return kvc_usage_error(&line, "--out DIR is required (where the case directories go)");
+    o->shard_index = shard[0];
+    o->shard_count = shard[1];
     char bad[128];
-    if (o->stage_list && !(o->gen.variant_mask = kvc_variant_mask(o->stage_list, bad, sizeof bad))) {
-        fprintf(stderr, "kvcmp gen: --stage item '%s' matches no variant (see kvcmp fuzz --list)\n", bad);
-        return 2;
-    }
-    if (o->family_list && !(o->gen.family_mask = kvc_family_mask(o->family_list, bad, sizeof bad))) {
-        fprintf(stderr, "kvcmp gen: --family item '%s' matches no value family (see kvcmp fuzz --list)\n", bad);
-        return 2;
-    }
+    if (o->stage_list && !(o->gen.variant_mask = kvc_variant_mask(o->stage_list, bad, sizeof bad)))
+        return kvc_usage_error(&line, "--stage item '%s' matches no variant (kvcmp fuzz --list names them)", bad);
+    if (o->family_list && !(o->gen.family_mask = kvc_family_mask(o->family_list, bad, sizeof bad)))
+        return kvc_usage_error(&line, "--family item '%s' matches no value family (kvcmp fuzz --list names them)", bad);
     o->gen.seed = o->seed;
     return 0;
 }
@@ -172,7 +106,7 @@ static int write_case(const gen_options *o, int64_t index, gen_tally *t) {
 int kvc_cmd_gen(int argc, char **argv) {
     gen_options o;
     int rc = parse_options(argc, argv, &o);
-    if (rc) return rc == 1 ? 0 : rc;
+    if (rc) return rc == KVC_OPTIONS_HELP ? 0 : rc;
     gen_tally t = {0};
     double deadline = o.cases < 0 ? now_seconds() + o.seconds : 0;
     for (int64_t k = 0;; k++) {

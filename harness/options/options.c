@@ -95,6 +95,26 @@ int kvc_option_policy(const char *value, void *target, char *why, size_t size) {
     return 0;
 }
 
+/* --shard I/N: both whole numbers, 0 <= I < N. */
+int kvc_option_shard(const char *value, void *target, char *why, size_t size) {
+    int *index_and_count = target;
+    const char *slash = strchr(value, '/');
+    char index_text[32];
+    int64_t index = -1, count = 0;
+    if (slash && (size_t)(slash - value) < sizeof index_text) {
+        memcpy(index_text, value, (size_t)(slash - value));
+        index_text[slash - value] = 0;
+        if (kvc_parse_int64_text(index_text, &index) || kvc_parse_int64_text(slash + 1, &count)) count = 0;
+    }
+    if (count < 1 || count > INT32_MAX || index < 0 || index >= count) {
+        snprintf(why, size, "--shard takes I/N with 0 <= I < N, e.g. --shard 0/4, not '%s'", value);
+        return -1;
+    }
+    index_and_count[0] = (int)index;
+    index_and_count[1] = (int)count;
+    return 0;
+}
+
 /* ---- the command line ---------------------------------------------------- */
 
 static void vreport(const kvc_command_line *line, const char *format, va_list args) {

@@ -67,6 +67,7 @@ int kvc_parse_double_text(const char *text, double *out);
 
 /* Shared custom parsers. */
 int kvc_option_policy(const char *value, void *target, char *why, size_t size);   /* exact|vllm -> kvc_policy */
+int kvc_option_shard(const char *value, void *target, char *why, size_t size);    /* I/N -> int[2] {I, N}, 0 <= I < N */
 
 /* "kvcmp 1.0.0 (commit 0123abcd)": the Makefile's KVCMP_VERSION and the
  * git commit the build was made from, when it knew one. */

@@ -15,6 +15,8 @@
 #include "harness/report/corpus.h"
 #include "harness/report/oracle.h"
 #include "kvcmp/run.h"
+#include "kvcmp/backends.h"
+#include "harness/fuzz/run.h"
 
 #define MAX_HEAD_DIM 512
 #define MAX_WINDOW 256
@@ -35,6 +37,7 @@ typedef struct {
     const kvc_run_result *result;
     const char *label;              /* "family normal seed 7" */
     double worst_output, worst_ulps; /* finite errors of this case, for ranking */
+    int stored_only;                /* a candidate's run: its intermediates are the reference's, not measured */
 } analysis;
 
 /* ---- small helpers ------------------------------------------------- */
@@ -64,6 +67,7 @@ static void *input_of(const kvc_case *c, const char *name) {
 static int is_output_metric(kvc_precision_metric m) { return m >= KVC_METRIC_SCALE; }
 
 static void record(analysis *a, kvc_precision_metric m, double error, int equal, double magnitude, int64_t token, int dim) {
+    if (a->stored_only && !is_output_metric(m)) return;
     kvc_error_stats *s = &a->variant->metrics[m];
     char where[200] = "";
     int finite = error >= 0 && isfinite(error);
@@ -415,19 +419,22 @@ static void analyse(analysis *a, kvc_corpus_variant variant) {
     else analyse_insert(a);
 }
 
-static int run_one(kvc_precision_variant *v, kvc_corpus_variant variant, kvc_corpus_family family, uint64_t seed) {
+static int run_one(const kvc_backend *backend, kvc_precision_variant *v, kvc_corpus_variant variant, kvc_corpus_family family,
+                   uint64_t seed) {
     kvc_case c;
     if (kvc_corpus_make_case(variant, family, seed, &c)) return -1;
+    if (backend != &kvc_reference_backend && !kvc_backend_has_stage(backend, &c)) { kvc_case_free(&c); return 0; }
     kvc_run_result result;
-    if (kvc_run_case(&kvc_reference_backend, &c, NULL, &result)) {
-        fprintf(stderr, "kvcmp report: reference rejected corpus case %s: %s\n", c.source, result.error.message);
+    if (kvc_run_case(backend, &c, NULL, &result)) {
+        fprintf(stderr, "kvcmp report: %s rejected corpus case %s: %s\n", backend == &kvc_reference_backend ? "the reference" : "the candidate",
+                c.source, result.error.message);
         kvc_run_result_free(&result);
         kvc_case_free(&c);
         return -1;
     }
     char label[128];
     snprintf(label, sizeof label, "family %s seed %llu", kvc_corpus_family_name(family), (unsigned long long)seed);
-    analysis a = {.variant = v, .c = &c, .result = &result, .label = label};
+    analysis a = {.variant = v, .c = &c, .result = &result, .label = label, .stored_only = backend != &kvc_reference_backend};
     analyse(&a, variant);
     v->cases++;
     v->families_mask |= 1 << family;
@@ -459,6 +466,11 @@ static int compare_worst(const void *x, const void *y) {
 }
 
 int kvc_precision_run_variant(int variant, unsigned family_mask, uint64_t seed, int cases_per_family, kvc_precision_variant *v) {
+    return kvc_precision_run_variant_on(&kvc_reference_backend, variant, family_mask, seed, cases_per_family, v);
+}
+
+int kvc_precision_run_variant_on(const kvc_backend *backend, int variant, unsigned family_mask, uint64_t seed, int cases_per_family,
+                                 kvc_precision_variant *v) {
     memset(v, 0, sizeof *v);
     snprintf(v->name, sizeof v->name, "%s", kvc_corpus_variant_name(variant));
     snprintf(v->slug, sizeof v->slug, "%s", kvc_corpus_variant_slug(variant));
@@ -466,7 +478,7 @@ int kvc_precision_run_variant(int variant, unsigned family_mask, uint64_t seed, 
     int failures = 0;
     for (int family = 0; family < KVC_FAMILY_COUNT; family++) {
         if (!(family_mask & (1u << family)) || !kvc_corpus_family_applies(variant, family)) continue;
-        for (int k = 0; k < cases_per_family; k++) failures += run_one(v, variant, family, seed + (uint64_t)k) != 0;
+        for (int k = 0; k < cases_per_family; k++) failures += run_one(backend, v, variant, family, seed + (uint64_t)k) != 0;
     }
     qsort(v->worst, (size_t)v->num_worst, sizeof v->worst[0], compare_worst);
     return failures ? -1 : 0;
@@ -479,9 +491,16 @@ void kvc_precision_variant_free(kvc_precision_variant *v) {
 }
 
 int kvc_precision_run(uint64_t seed, int cases_per_family, const char *out_dir, kvc_precision_report *report) {
+    return kvc_precision_run_impl(&kvc_reference_backend, "ref", seed, cases_per_family, out_dir, report);
+}
+
+int kvc_precision_run_impl(const kvc_backend *backend, const char *impl_name, uint64_t seed, int cases_per_family, const char *out_dir,
+                           kvc_precision_report *report) {
     memset(report, 0, sizeof *report);
     report->seed = seed;
     report->cases_per_family = cases_per_family;
+    report->impl_name = impl_name;
+    report->stored_only = backend != &kvc_reference_backend;
     report->num_variants = KVC_VARIANT_COUNT;
     report->variants = calloc(KVC_VARIANT_COUNT, sizeof *report->variants);
     if (!report->variants) return -1;
@@ -490,7 +509,7 @@ int kvc_precision_run(uint64_t seed, int cases_per_family, const char *out_dir, 
     int failures = 0;
     for (int variant = 0; variant < KVC_VARIANT_COUNT; variant++) {
         kvc_precision_variant *v = &report->variants[variant];
-        failures += kvc_precision_run_variant(variant, ~0u, seed, cases_per_family, v) != 0;
+        failures += kvc_precision_run_variant_on(backend, variant, ~0u, seed, cases_per_family, v) != 0;
         if (out_dir) save_worst(v, out_dir);
         fprintf(stderr, "  precision: %-36s %3d cases, %4d rows\n", v->name, v->cases, v->rows);
     }

@@ -81,9 +81,25 @@ static const char *const precision_intro[] = {
 };
 #define PRECISION_INTRO_ITEMS (int)(sizeof precision_intro / sizeof precision_intro[0])
 
+/* Who was measured, and the command that measures it again. */
+static void precision_subject(const kvc_precision_report *r, char *who, size_t who_size, char *command, size_t command_size) {
+    int candidate = r->impl_name && strcmp(r->impl_name, "ref") != 0;
+    if (candidate) snprintf(who, who_size, "%s", r->impl_name);
+    else snprintf(who, who_size, "the reference");
+    snprintf(command, command_size, "kvcmp report precision --seed %llu --cases %d%s%s", (unsigned long long)r->seed, r->cases_per_family,
+             candidate ? " --impl " : "", candidate ? r->impl_name : "");
+}
+
+static const char *const candidate_note =
+    "A candidate is measured by its stored values only (fp8 codes, block scales, bf16 values, latents, state rows): its "
+    "intermediates are not visible from outside, and the pooled, normed and RoPE rows below are absent. Stages it does not "
+    "offer have no cases. Its worst cases are saved with its own outputs: replay them with --impl and the same library.";
+
 static void precision_markdown(FILE *f, const kvc_precision_report *r, const char *when) {
-    fprintf(f, "# Precision of the reference against exact arithmetic\n\nGenerated %s by `kvcmp report precision --seed %llu --cases %d` "
-               "in %.1f s.\n\n", when, (unsigned long long)r->seed, r->cases_per_family, r->seconds);
+    char who[300], command[400];
+    precision_subject(r, who, sizeof who, command, sizeof command);
+    fprintf(f, "# Precision of %s against exact arithmetic\n\nGenerated %s by `%s` in %.1f s.\n\n", who, when, command, r->seconds);
+    if (r->stored_only) fprintf(f, "%s\n\n", candidate_note);
     for (int i = 0; i < PRECISION_INTRO_ITEMS; i++) fprintf(f, "- %s\n", precision_intro[i]);
     fputs("\n", f);
     fprintf(f, "## Summary: stored values equal to the exactly rounded result\n\n");
@@ -119,7 +135,9 @@ static void precision_markdown(FILE *f, const kvc_precision_report *r, const cha
             fprintf(f, "| %s | %s | %lld | %s | %.3g | %.3g | %.3g | %lld | %s |\n", s->name, kvc_unit_name(s->unit), (long long)s->count, exact,
                     s->max, kvc_stats_mean(s), p999(s), (long long)s->nonfinite_mismatch, s->worst_where);
         }
-        if (v->num_worst) fprintf(f, "\nWorst cases (replay: `build/kvcmp replay DIR`; the expected tensors are the reference's own outputs):\n\n");
+        if (v->num_worst)
+            fprintf(f, "\nWorst cases (replay: `build/kvcmp replay --impl %s DIR`; the expected tensors are %s own outputs):\n\n",
+                    r->stored_only ? r->impl_name : "ref", r->stored_only ? "the candidate's" : "the reference's");
         for (int w = 0; w < v->num_worst; w++)
             fprintf(f, "- `%s` — %s\n", v->worst[w].saved_dir[0] ? v->worst[w].saved_dir : "(not saved)", v->worst[w].description);
     }
@@ -191,9 +209,20 @@ static void precision_summary_plot(FILE *f, const kvc_precision_report *r) {
 static void precision_html(FILE *f, const kvc_precision_report *r, const char *when) {
     fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>kvcmp precision report</title>\n", f);
     fputs(page_style, f);
-    fprintf(f, "</head><body>\n<h1>Precision of the reference against exact arithmetic</h1>\n"
-               "<p class=\"note\">Generated %s by <code>kvcmp report precision --seed %llu --cases %d</code> in %.1f s.</p>\n",
-            when, (unsigned long long)r->seed, r->cases_per_family, r->seconds);
+    char who[300], command[400];
+    precision_subject(r, who, sizeof who, command, sizeof command);
+    fputs("</head><body>\n<h1>Precision of ", f);
+    kvc_html_text(f, who);
+    fputs(" against exact arithmetic</h1>\n<p class=\"note\">Generated ", f);
+    kvc_html_text(f, when);
+    fputs(" by <code>", f);
+    kvc_html_text(f, command);
+    fprintf(f, "</code> in %.1f s.</p>\n", r->seconds);
+    if (r->stored_only) {
+        fputs("<p class=\"note\">", f);
+        kvc_html_text(f, candidate_note);
+        fputs("</p>\n", f);
+    }
     fputs("<ul class=\"note\">\n", f);
     for (int i = 0; i < PRECISION_INTRO_ITEMS; i++) {
         fputs("<li>", f);
@@ -210,7 +239,9 @@ static void precision_html(FILE *f, const kvc_precision_report *r, const char *w
         precision_histograms(f, v);
         if (v->num_worst) fputs("<h3>Worst cases</h3><ul>\n", f);
         for (int w = 0; w < v->num_worst; w++) {
-            fputs("<li><code>build/kvcmp replay ", f);
+            fputs("<li><code>build/kvcmp replay --impl ", f);
+            kvc_html_text(f, r->stored_only ? r->impl_name : "ref");
+            fputc(' ', f);
             kvc_html_text(f, v->worst[w].saved_dir);
             fputs("</code> — ", f);
             kvc_html_text(f, v->worst[w].description);
@@ -242,10 +273,13 @@ static cJSON *precision_json(const kvc_precision_report *r, const char *when) {
     cJSON_AddStringToObject(root, "format", "kvcmp-precision/1");
     cJSON *options = cJSON_CreateObject();
     cJSON_AddNumberToObject(options, "cases_per_family", r->cases_per_family);
+    cJSON_AddStringToObject(options, "impl", r->impl_name ? r->impl_name : "ref");
     cJSON_AddItemToObject(root, "run", kvc_run_info(r->seed, 1, options));
     cJSON_AddStringToObject(root, "generated", when);
     cJSON_AddNumberToObject(root, "seed", (double)r->seed);
     cJSON_AddNumberToObject(root, "cases_per_family", r->cases_per_family);
+    cJSON_AddStringToObject(root, "impl", r->impl_name ? r->impl_name : "ref");
+    cJSON_AddBoolToObject(root, "stored_values_only", r->stored_only);
     cJSON_AddNumberToObject(root, "oracle_bits", KVC_ORACLE_BITS);
     cJSON_AddNumberToObject(root, "seconds", r->seconds);
     cJSON *labels = cJSON_AddArrayToObject(root, "histogram_bins");

@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "harness/options/options.h"
+#include "kvcmp/backends.h"
 
 #define DEFAULT_CASES_PER_FAMILY 2
 #define DEFAULT_SEED 20261129u
@@ -17,18 +18,21 @@ typedef struct {
     const char *out_dir;
     int cases_per_family;
     uint64_t seed;
+    const char *impl;
     const char *paths[MAX_PATHS];
     int num_paths;
 } report_options;
 
 static void usage(FILE *out) {
     fprintf(out,
-            "usage: kvcmp report precision [--out DIR] [--cases N] [--seed S]\n"
+            "usage: kvcmp report precision [--out DIR] [--cases N] [--seed S] [--impl ref|opt|LIB.so]\n"
             "       kvcmp report parity [--out DIR] PATH...\n"
             "       kvcmp report mutants --limit SECONDS [--json FILE] [--junit FILE] DIR   (see --help there)\n"
             "       kvcmp report [--out DIR] [--cases N] [--seed S] [PATH...]   (both)\n"
             "  precision: the reference against an MPFR oracle on a seeded corpus,\n"
-            "             N cases per stage variant and value family (default %d).\n"
+            "             N cases per stage variant and value family (default %d);\n"
+            "             --impl: a candidate's stored values against exact math instead\n"
+            "             (its intermediates are not visible; stages it lacks are left out).\n"
             "  parity:    upstream cases (a case directory or a tree) against the reference;\n"
             "             default $KVCMP_SHARED/vllm-cases, else ../shared/vllm-cases.\n"
             "  Writes DIR/precision.{md,html,json} and DIR/parity.{md,html,json} (DIR default: reports).\n",
@@ -37,11 +41,12 @@ static void usage(FILE *out) {
 
 /* which: 1 precision (no paths), 2 parity or 0 both. */
 static int parse(int which, int argc, char **argv, report_options *o) {
-    *o = (report_options){.out_dir = "reports", .cases_per_family = DEFAULT_CASES_PER_FAMILY, .seed = DEFAULT_SEED};
+    *o = (report_options){.out_dir = "reports", .cases_per_family = DEFAULT_CASES_PER_FAMILY, .seed = DEFAULT_SEED, .impl = "ref"};
     const kvc_option options[] = {
         {"out", KVC_OPT_STRING, .target = &o->out_dir},
         {"cases", KVC_OPT_INT, .target = &o->cases_per_family, .min = 1, .max = 1000},
         {"seed", KVC_OPT_UINT64, .target = &o->seed},
+        {"impl", KVC_OPT_STRING, .target = &o->impl},
         {NULL},
     };
     const kvc_command_line line = {which == 1 ? "report precision" : which == 2 ? "report parity" : "report", options, usage,
@@ -51,9 +56,12 @@ static int parse(int which, int argc, char **argv, report_options *o) {
 
 static int run_precision(const report_options *o) {
     kvc_precision_report report;
-    fprintf(stderr, "kvcmp report precision: seed %llu, %d case(s) per variant and family\n", (unsigned long long)o->seed,
+    char error[512];
+    const kvc_backend *backend = kvc_backend_by_name(o->impl, error, sizeof error);
+    if (!backend) { fprintf(stderr, "kvcmp report precision: %s (give --impl ref, opt or a path to a candidate .so)\n", error); return 2; }
+    fprintf(stderr, "kvcmp report precision: %s, seed %llu, %d case(s) per variant and family\n", o->impl, (unsigned long long)o->seed,
             o->cases_per_family);
-    int rc = kvc_precision_run(o->seed, o->cases_per_family, o->out_dir, &report);
+    int rc = kvc_precision_run_impl(backend, o->impl, o->seed, o->cases_per_family, o->out_dir, &report);
     if (rc == 0) rc = kvc_render_precision(&report, o->out_dir);
     kvc_precision_free(&report);
     if (rc == 0) printf("wrote %s/precision.md, %s/precision.html, %s/precision.json\n", o->out_dir, o->out_dir, o->out_dir);
@@ -90,9 +98,13 @@ int kvc_cmd_report(int argc, char **argv) {
     report_options o;
     int status = parse(which, argc - (which ? 1 : 0), argv + (which ? 1 : 0), &o);
     if (status) return status == KVC_OPTIONS_HELP ? 0 : status;
+    if (which == 2 && strcmp(o.impl, "ref") != 0) {
+        fprintf(stderr, "kvcmp report parity: --impl is an option of report precision (parity always runs the reference)\n");
+        return 2;
+    }
     mkdir(o.out_dir, 0777);
     int rc = 0;
-    if (which != 2) rc |= run_precision(&o);
+    if (which != 2 && (rc = run_precision(&o)) == 2) return 2;
     if (which != 1) rc |= run_parity(&o);
     return rc;
 }

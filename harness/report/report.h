@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "kvcmp/case.h"
+#include "kvcmp/kvcmp.h"
 #include "harness/compare/causes.h"
 
 /* ---- error statistics ------------------------------------------------ */
@@ -94,6 +95,8 @@ typedef struct {
 typedef struct {
     uint64_t seed;
     int cases_per_family;
+    const char *impl_name;    /* "ref", or the candidate measured (--impl) */
+    int stored_only;          /* a candidate: only its stored values are measured */
     int num_variants;
     kvc_precision_variant *variants;
     double seconds;
@@ -101,10 +104,18 @@ typedef struct {
 
 /* Runs the seeded corpus; out_dir receives the worst case directories. */
 int kvc_precision_run(uint64_t seed, int cases_per_family, const char *out_dir, kvc_precision_report *report);
+/* The same for another implementation (a candidate library, opt): its
+ * stored values against exact math.  Its intermediates are not visible,
+ * so only the stored metrics are measured; stages it does not offer are
+ * left out (variant cases 0). */
+int kvc_precision_run_impl(const kvc_backend *backend, const char *impl_name, uint64_t seed, int cases_per_family, const char *out_dir,
+                           kvc_precision_report *report);
 void kvc_precision_free(kvc_precision_report *report);
 /* One stage variant (kvc_corpus_variant) over the families in family_mask
  * (bit i: kvc_corpus_family i); for the tests and for the loop above. */
 int kvc_precision_run_variant(int variant, unsigned family_mask, uint64_t seed, int cases_per_family, kvc_precision_variant *v);
+int kvc_precision_run_variant_on(const kvc_backend *backend, int variant, unsigned family_mask, uint64_t seed, int cases_per_family,
+                                 kvc_precision_variant *v);
 void kvc_precision_variant_free(kvc_precision_variant *v);
 
 /* ---- parity ---------------------------------------------------------- */

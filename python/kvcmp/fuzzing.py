@@ -116,13 +116,24 @@ def _fuzz_repro(candidate, case, policy):
     return command
 
 
+def _failing_regions(verdict):
+    if verdict.result is None:
+        return set()
+    return set(name for name, region in verdict.result.regions.items() if region.failing)
+
+
 def _shrink_and_save(candidate, failure, policy, save_dir, shrink_seconds):
     case, kind = failure.case, failure.kind
     exception_type = failure.detail.split(":")[0] if kind == "exception" else None
+    regions = _failing_regions(failure.verdict)
 
     def still_fails(smaller):
+        # The same kind of failure, in the same regions (a reduction must
+        # not turn a wrong RoPE value into, say, a row written that the
+        # reference leaves alone).
         v = check(candidate, smaller, policy)
-        return v.kind == kind and (exception_type is None or v.detail.split(":")[0] == exception_type)
+        return (v.kind == kind and _failing_regions(v) == regions and
+                (exception_type is None or v.detail.split(":")[0] == exception_type))
 
     smaller, failure.tokens_before, failure.tokens_after = shrink(case, still_fails, shrink_seconds)
     tensors = dict(smaller.inputs)

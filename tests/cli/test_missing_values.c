@@ -44,14 +44,15 @@ Test(cli_bench, json_optional_and_unwritable, .timeout = 120) {
     char error[256];
     if (!kvc_backend_by_name("opt", error, sizeof error)) cr_skip_test("%s", error);
     unsetenv("OMP_WAIT_POLICY");
-    char *plain[] = {"--scenario", "v41-r2-decode", "--runs", "1", "--reference-runs", "1", "--threads", "2"};
+    char *plain[] = {"--scenario", "v41-r2-decode", "--runs", "1", "--reference-runs", "1", "--threads", "2", "--stream-bytes", "4194304"};
     captured_run run = support_capture(kvc_cmd_bench, ARGC(plain), plain);
     cr_expect_eq(run.status, 0, "stderr:\n%s", run.err);
     expect_contains(run.out, "OMP_WAIT_POLICY=(default)", "stdout");
     expect_contains(run.out, "\nv41-r2-decode ", "stdout");
     cr_expect(strstr(run.out, "wrote ") == NULL, "a JSON file written without --json:\n%s", run.out);
     support_free_run(&run);
-    char *unwritable[] = {"--scenario", "v41-r2-decode", "--runs", "1", "--reference-runs", "0", "--json", "/nonexistent/dir/bench.json"};
+    char *unwritable[] = {"--scenario", "v41-r2-decode", "--runs", "1", "--reference-runs", "0", "--stream-bytes", "4194304",
+                          "--json", "/nonexistent/dir/bench.json"};
     run = support_capture(kvc_cmd_bench, ARGC(unwritable), unwritable);
     cr_expect_eq(run.status, 2);
     expect_contains(run.err,

@@ -10,6 +10,9 @@
  *                it: killed by SIGKILL on a bf16 cache, _exit(3) on fp8
  *   partial      v4.save_partial_states and v41.save_compress_norm only
  *                (neither forward is complete), which always fail
+ *   bench        for kvcmp bench (tests/bench/test_bench.c): a correct
+ *                v4.save_partial_states (inputs taken as valid) and a
+ *                v41.rope_quant_insert that writes nothing
  *
  * Hostile candidates for the supervision of fuzz and replay
  * (tests/robust/test_isolation.c), all v41.rope_plain_insert only:
@@ -33,6 +36,12 @@
 #include <unistd.h>
 
 #include "kvcmp/plugin.h"
+#if defined(KIND_bench)
+#include <string.h>
+
+#include "kvcmp/formats.h"
+#include "kvcmp/layout.h"
+#endif
 
 #if defined(KIND_crash)
 static int crashing_insert(const kvc_v41_insert_args *a, kvc_error *err) {
@@ -115,6 +124,25 @@ static int refuse_norm(const kvc_v41_norm_args *a, kvc_error *err) { (void)a; (v
 static const kvcmp_plugin table = {
     .abi_version = KVCMP_PLUGIN_ABI_VERSION, .struct_size = sizeof(kvcmp_plugin), .name = "partial test candidate",
     .v4_save_partial_states = refuse_save, .v41_save_compress_norm = refuse_norm,
+};
+#elif defined(KIND_bench)
+/* SPEC.md 3.1 without the validation: the bench's inputs are valid. */
+static int save_without_validation(const kvc_v4_save_args *a, kvc_error *err) {
+    (void)err;
+    int64_t width = (int64_t)kvc_v4_coff(a->compress_ratio) * a->head_dim;
+    for (int64_t t = 0; t < a->num_tokens; t++) {
+        if (a->slot_mapping[t] < 0) continue;
+        float *row = (float *)kvc_plain_row(&a->state_cache, a->slot_mapping[t], 2 * width * 4);
+        const float *ape = a->ape + (a->positions[t] % a->compress_ratio) * width;
+        memcpy(row, a->kv + t * width, (size_t)width * 4);
+        for (int64_t i = 0; i < width; i++) row[width + i] = kvc_canonical_f32(a->score[t * width + i] + ape[i]);
+    }
+    return KVC_OK;
+}
+static int insert_nothing(const kvc_v41_insert_args *a, kvc_error *err) { (void)a; (void)err; return KVC_OK; }
+static const kvcmp_plugin table = {
+    .abi_version = KVCMP_PLUGIN_ABI_VERSION, .struct_size = sizeof(kvcmp_plugin), .name = "bench test candidate",
+    .v4_save_partial_states = save_without_validation, .v41_rope_quant_insert = insert_nothing,
 };
 #elif defined(KIND_wrong_abi)
 static const kvcmp_plugin table = {.abi_version = 2, .struct_size = sizeof(kvcmp_plugin), .name = "from the future"};

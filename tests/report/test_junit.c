@@ -145,3 +145,26 @@ Test(run_info, json_file_written_with_its_directory_or_a_clear_error) {
     cr_expect(strstr(error, "cannot write /proc/kvcmp-no/x.json"), "%s", error);
     support_remove_tree(dir);
 }
+
+/* tools/junit_check.py, the make test check of every JUnit file, must
+ * notice a file whose counts disagree with its run. */
+Test(junit, junit_check_tool_catches_disagreeing_counts) {
+    char dir[64], xml[128], log[128], command[512];
+    support_temp_dir(dir, sizeof dir);
+    snprintf(xml, sizeof xml, "%s/r.xml", dir);
+    snprintf(log, sizeof log, "%s/r.log", dir);
+    kvc_junit *j = kvc_junit_new("kvcmp replay");
+    kvc_junit_pass(j, "replay.x", "a", 0);
+    kvc_junit_fail(j, "replay.x", "b", 0, "difference", "NoPE code x1", "NoPE code x1\n  __REPRO: build/kvcmp replay b\n");
+    char error[512];
+    cr_assert_eq(kvc_junit_write(j, xml, error, sizeof error), 0, "%s", error);
+    kvc_junit_free(j);
+    support_write_text(log, "1 passed, 1 failed, 0 skipped\n");
+    snprintf(command, sizeof command, "/usr/bin/python3 tools/junit_check.py --replay %s %s > /dev/null 2>&1", xml, log);
+    cr_expect_eq(system(command), 0, "the tool refused a file that agrees with its run");
+    support_write_text(log, "2 passed, 1 failed, 0 skipped\n");
+    cr_expect_neq(system(command), 0, "the tool accepted 2 testcases for a run of 3 cases");
+    support_write_text(log, "no summary\n");
+    cr_expect_neq(system(command), 0, "the tool accepted a log without a summary");
+    support_remove_tree(dir);
+}

@@ -1,0 +1,166 @@
+/* kvcmp bench, shared between its parts: the scenarios (scenarios.c),
+ * the machine's bounds (machine.c), the tables and the JSON (output.c)
+ * and the command that times every implementation side by side
+ * (bench.c). */
+#ifndef KVCMP_HARNESS_BENCH_H
+#define KVCMP_HARNESS_BENCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kvcmp/kvcmp.h"
+
+#define BENCH_MAX_ALLOCATIONS 16
+#define BENCH_MAX_OUTPUTS 2
+#define BENCH_MAX_THREAD_COUNTS 16
+#define BENCH_MAX_CANDIDATES 8
+/* The reference, the optimized backend, then the candidates. */
+#define BENCH_MAX_IMPLS (2 + BENCH_MAX_CANDIDATES)
+#define BENCH_REFERENCE 0
+#define BENCH_OPTIMIZED 1
+#define BENCH_MAX_RUNS 1000
+#define BENCH_MAX_SCENARIOS 16
+
+/* ---- Scenarios (scenarios.c) ------------------------------------------- */
+
+typedef enum { STAGE_V4_SAVE, STAGE_V4_COMPRESS, STAGE_V4_FORWARD, STAGE_V41_NORM, STAGE_V41_QUANT_INSERT } bench_stage;
+
+/* A buffer a stage writes (and, for a state cache, may read back). */
+typedef struct {
+    const char *name;
+    void *data;
+    size_t bytes;
+} bench_region;
+
+typedef struct {
+    bench_stage stage;
+    kvc_v4_save_args save;
+    kvc_v4_compress_args compress;
+    kvc_v41_norm_args norm;
+    kvc_v41_insert_args insert;
+    int64_t tokens;          /* tokens in the batch (tokens/s counts these) */
+    /* The compulsory traffic of one call: every input byte it must read
+     * once, every output byte it writes; and the exact exps it needs. */
+    double read_bytes, written_bytes, exps;
+    bench_region outputs[BENCH_MAX_OUTPUTS];
+    int num_outputs;
+    void *allocations[BENCH_MAX_ALLOCATIONS];
+    int num_allocations;
+    int huge_pages;
+} scenario_data;
+
+typedef struct {
+    const char *name;
+    const char *shape;
+    void (*setup)(scenario_data *);
+} bench_scenario;
+
+extern const bench_scenario bench_scenarios[];
+extern const int bench_num_scenarios;
+
+/* Builds the scenario's inputs (the same bytes on every run of the bench). */
+void bench_scenario_setup(const bench_scenario *sc, int huge_pages, scenario_data *s);
+void bench_scenario_free(scenario_data *s);
+/* Whether the backend offers every stage the scenario calls. */
+int bench_scenario_offered(const kvc_backend *backend, const scenario_data *s);
+int bench_scenario_run(const kvc_backend *backend, const scenario_data *s, kvc_error *err);
+
+/* ---- The machine (machine.c) ----------------------------------------------- */
+
+/* 64-byte aligned, zeroed; 2 MiB aligned from 2 MiB on, with transparent
+ * huge pages asked for (madvise) when huge_pages is set and refused
+ * otherwise, so that the option decides.  Exits with a message when out
+ * of memory. */
+void *bench_buffer_alloc(size_t bytes, int huge_pages);
+
+/* Streaming bandwidth in bytes per second; copy counts read + written
+ * bytes.  Stores: the faster of streaming and ordinary stores. */
+typedef struct {
+    double read, write, copy;
+    int write_non_temporal, copy_non_temporal;   /* which stores won */
+} bench_bandwidth;
+
+/* Read over read_bytes, write over write_bytes, copy copy_bytes to
+ * copy_bytes (a size 0 skips that loop and reports 0), split over
+ * threads[ti] threads into out[ti], best of `passes` after one warm-up. */
+void bench_measure_bandwidth(const int *threads, int num_threads, size_t read_bytes, size_t write_bytes, size_t copy_bytes, int passes,
+                             int huge_pages, bench_bandwidth *out);
+/* 16-lane exact exps per second at `threads` threads (the optimized
+ * backend's cheapest exp, over L1-resident data), best of `passes`. */
+double bench_exp_vectors_per_second(int threads, int passes);
+/* The last-level cache of cpu0 from sysfs, 0 when unknown. */
+size_t bench_llc_bytes(void);
+
+typedef struct {
+    char commit[64];
+    char cpu_model[128];
+    int processors;
+    size_t llc_bytes;
+    char compiler[128];
+    const char *flags;
+    char transparent_huge_pages[64];
+    char date[32];
+    double load_average;
+    const char *omp_wait_policy;
+} bench_metadata;
+
+void bench_read_metadata(bench_metadata *m);
+
+/* ---- Results (bench.c) and their output (output.c) -------------------------- */
+
+typedef enum { OUTPUT_REFERENCE, OUTPUT_MATCHES, OUTPUT_DIFFERS, OUTPUT_FAILED, OUTPUT_NOT_OFFERED } bench_verdict;
+
+typedef struct {
+    int present;             /* timed at this thread count */
+    int runs;
+    double min_seconds, median_seconds;
+    bench_verdict verdict;
+    int64_t differing_bytes;
+    char detail[480];        /* the first difference, or the failure */
+} bench_timing;
+
+typedef struct {
+    int threads;
+    bench_bandwidth resident;     /* over the scenario's own byte counts */
+    double read_bps, write_bps, copy_bps;   /* the better of resident and DRAM */
+    double memory_seconds, compute_seconds;
+} bench_bound;
+
+typedef struct {
+    const bench_scenario *sc;
+    int64_t tokens;
+    double read_bytes, written_bytes, exps;
+    bench_bound bounds[BENCH_MAX_THREAD_COUNTS];
+    bench_timing timings[BENCH_MAX_IMPLS][BENCH_MAX_THREAD_COUNTS];
+} bench_result;
+
+typedef struct {
+    int threads;
+    bench_bandwidth dram;
+    double exp_vectors_per_second;
+} bench_machine;
+
+typedef struct {
+    bench_metadata metadata;
+    int num_threads;
+    int threads[BENCH_MAX_THREAD_COUNTS];
+    size_t stream_bytes;
+    int huge_pages;
+    int runs, reference_runs;
+    bench_machine machine[BENCH_MAX_THREAD_COUNTS];
+    int num_impls;
+    const char *impl_names[BENCH_MAX_IMPLS];
+    int num_results;
+    bench_result *results;
+} bench_run;
+
+static inline double bench_bound_seconds(const bench_bound *b) {
+    return b->memory_seconds > b->compute_seconds ? b->memory_seconds : b->compute_seconds;
+}
+
+void bench_print_machine(const bench_run *run);
+void bench_print_tables(const bench_run *run);
+/* 0, or 1 with a message naming the file when it cannot be written. */
+int bench_write_json(const char *path, const bench_run *run);
+
+#endif

@@ -1,0 +1,284 @@
+/* kvcmp bench's tables and JSON (format kvcmp-bench/2). */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/bench/bench.h"
+#include "harness/report/run_info.h"
+
+static double ms(double seconds) { return 1e3 * seconds; }
+
+static const char *verdict_name(bench_verdict v) {
+    switch (v) {
+    case OUTPUT_REFERENCE: return "reference";
+    case OUTPUT_MATCHES: return "matches";
+    case OUTPUT_DIFFERS: return "DIFFERS";
+    case OUTPUT_FAILED: return "FAILED";
+    case OUTPUT_NOT_OFFERED: return "not offered";
+    }
+    return "?";
+}
+
+/* The thread-count index of one thread, or -1. */
+static int one_thread_index(const bench_run *run) {
+    for (int ti = 0; ti < run->num_threads; ti++)
+        if (run->threads[ti] == 1) return ti;
+    return -1;
+}
+
+/* The bound an implementation's time is held to: the reference runs at
+ * one thread whatever the column. */
+static const bench_bound *bound_for(const bench_run *run, const bench_result *r, int impl, int ti) {
+    if (impl != BENCH_REFERENCE) return &r->bounds[ti];
+    int one = one_thread_index(run);
+    return one < 0 ? NULL : &r->bounds[one];
+}
+
+/* The bound holds for whatever writes the reference's bytes; an
+ * implementation that differs may have skipped the work. */
+static int held_to_bound(const bench_timing *t) { return t->verdict == OUTPUT_REFERENCE || t->verdict == OUTPUT_MATCHES; }
+
+/* The optimized backend's timing that an implementation's time at `ti` is set against. */
+static const bench_timing *optimized_at(const bench_result *r, int ti) {
+    const bench_timing *t = &r->timings[BENCH_OPTIMIZED][ti];
+    return t->present ? t : NULL;
+}
+
+void bench_print_machine(const bench_run *run) {
+    const bench_metadata *m = &run->metadata;
+    printf("kvcmp bench: commit %s; %s, %d processors, last-level cache %zu KiB; %s\n", m->commit, m->cpu_model, m->processors,
+           m->llc_bytes >> 10, m->compiler);
+    printf("kvcmp bench: flags %s\n", m->flags);
+    printf("kvcmp bench: %s, load average %.2f at start, OMP_WAIT_POLICY=%s, huge pages %s (transparent huge pages: %s)\n", m->date,
+           m->load_average, m->omp_wait_policy ? m->omp_wait_policy : "(default)", run->huge_pages ? "asked for" : "refused",
+           m->transparent_huge_pages);
+    printf("\nMachine: streaming loops over %zu MiB buffers (%s), best of the passes; exact exp (16 lanes) over L1-resident data.\n",
+           run->stream_bytes >> 20, run->stream_bytes >= 4 * m->llc_bytes ? ">= 4 x the last-level cache" : "SMALLER than 4 x the last-level cache");
+    printf("%7s %10s %15s %15s %16s\n", "threads", "read GB/s", "write GB/s", "copy GB/s", "exp ns/16 lanes");
+    for (int ti = 0; ti < run->num_threads; ti++) {
+        const bench_machine *b = &run->machine[ti];
+        char write[32], copy[32];
+        snprintf(write, sizeof write, "%.1f (%s)", b->dram.write * 1e-9, b->dram.write_non_temporal ? "nt" : "cached");
+        snprintf(copy, sizeof copy, "%.1f (%s)", b->dram.copy * 1e-9, b->dram.copy_non_temporal ? "nt" : "cached");
+        printf("%7d %10.1f %15s %15s %16.2f\n", b->threads, b->dram.read * 1e-9, write, copy,
+               1e9 * b->threads / b->exp_vectors_per_second);
+    }
+    fflush(stdout);
+}
+
+static void print_timing_row(const bench_run *run, const bench_result *r, int impl, int ti) {
+    const bench_timing *t = &r->timings[impl][ti];
+    const bench_timing *opt = optimized_at(r, impl == BENCH_REFERENCE ? 0 : ti);
+    const bench_bound *bound = bound_for(run, r, impl, ti);
+    char times[48] = "-", ratio[16] = "-", fraction[16] = "-", output[240];
+    int threads = impl == BENCH_REFERENCE ? 1 : run->threads[ti];
+    if (t->present) {
+        snprintf(times, sizeof times, "%10.3f %10.3f %5d", ms(t->min_seconds), ms(t->median_seconds), t->runs);
+        if (opt) snprintf(ratio, sizeof ratio, "%.2f", t->min_seconds / opt->min_seconds);
+        if (bound && held_to_bound(t)) snprintf(fraction, sizeof fraction, "%.0f%%", 100.0 * bench_bound_seconds(bound) / t->min_seconds);
+    } else {
+        snprintf(times, sizeof times, "%10s %10s %5s", "-", "-", "-");
+    }
+    if (t->verdict == OUTPUT_DIFFERS)
+        snprintf(output, sizeof output, "DIFFERS (%lld bytes; %s)", (long long)t->differing_bytes, t->detail);
+    else if (t->verdict == OUTPUT_FAILED)
+        snprintf(output, sizeof output, "FAILED (%s)", t->detail);
+    else
+        snprintf(output, sizeof output, "%s", verdict_name(t->verdict));
+    printf("%-24s %3d %-28.28s %s %7s %6s  %s\n", r->sc->name, threads, run->impl_names[impl], times, ratio, fraction, output);
+}
+
+static void print_times(const bench_run *run) {
+    printf("\nTimes in ms, min and median of the interleaved runs after one warm-up.  t/opt: min time over the\n"
+           "optimized backend's at the same thread count (above 1: slower than opt; the reference's is against opt at %d\n"
+           "threads).  bound: the scenario's bound (table below) over the min time.  output: every byte written,\n"
+           "compared with the reference's on the same inputs.\n",
+           run->threads[0]);
+    printf("%-24s %3s %-28s %10s %10s %5s %7s %6s  %s\n", "scenario", "thr", "implementation", "min", "median", "runs", "t/opt",
+           "bound", "output");
+    for (int i = 0; i < run->num_results; i++) {
+        const bench_result *r = &run->results[i];
+        print_timing_row(run, r, BENCH_REFERENCE, 0);
+        for (int ti = 0; ti < run->num_threads; ti++)
+            for (int impl = BENCH_OPTIMIZED; impl < run->num_impls; impl++) print_timing_row(run, r, impl, ti);
+    }
+}
+
+static void print_bounds(const bench_run *run) {
+    printf("\nBounds per scenario.  memory: max(read / read bandwidth, written / write bandwidth, 2 x min(read, written)\n"
+           "/ copy bandwidth), each bandwidth the better of the machine's (above) and the same loops over the scenario's\n"
+           "own byte counts (which may stay in the caches between calls, as the scenario's do).  compute: exps / 16 x\n"
+           "the exp time per 16 lanes above.  bound: the larger (binding) of the two; opt: its share of the min time.\n");
+    printf("%-24s %3s %9s %10s %8s %10s %11s %9s %8s %6s\n", "scenario", "thr", "MB read", "MB written", "M exps", "memory ms",
+           "compute ms", "bound ms", "binding", "opt");
+    for (int i = 0; i < run->num_results; i++) {
+        const bench_result *r = &run->results[i];
+        for (int ti = 0; ti < run->num_threads; ti++) {
+            const bench_bound *b = &r->bounds[ti];
+            const bench_timing *opt = optimized_at(r, ti);
+            char share[16] = "-";
+            if (opt) snprintf(share, sizeof share, "%.0f%%", 100.0 * bench_bound_seconds(b) / opt->min_seconds);
+            printf("%-24s %3d %9.2f %10.3f %8.3f %10.4f %11.4f %9.4f %8s %6s\n", r->sc->name, b->threads, r->read_bytes * 1e-6,
+                   r->written_bytes * 1e-6, r->exps * 1e-6, ms(b->memory_seconds), ms(b->compute_seconds), ms(bench_bound_seconds(b)),
+                   b->memory_seconds >= b->compute_seconds ? "memory" : "compute", share);
+        }
+    }
+}
+
+static void print_scaling(const bench_run *run) {
+    printf("\nScaling: min ms at each thread count (speed-up over %d thread%s).\n", run->threads[0], run->threads[0] == 1 ? "" : "s");
+    printf("%-24s %-28s", "scenario", "implementation");
+    for (int ti = 0; ti < run->num_threads; ti++) printf(" %12d thr", run->threads[ti]);
+    printf("\n");
+    for (int i = 0; i < run->num_results; i++) {
+        const bench_result *r = &run->results[i];
+        for (int impl = BENCH_OPTIMIZED; impl < run->num_impls; impl++) {
+            printf("%-24s %-28.28s", r->sc->name, run->impl_names[impl]);
+            for (int ti = 0; ti < run->num_threads; ti++) {
+                const bench_timing *t = &r->timings[impl][ti], *first = &r->timings[impl][0];
+                if (t->present && first->present)
+                    printf(" %8.3f (%5.2fx)", ms(t->min_seconds), first->min_seconds / t->min_seconds);
+                else
+                    printf(" %16s", "-");
+            }
+            printf("\n");
+        }
+    }
+}
+
+void bench_print_tables(const bench_run *run) {
+    print_times(run);
+    print_bounds(run);
+    print_scaling(run);
+}
+
+/* ---- JSON ----------------------------------------------------------------------- */
+
+static cJSON *json_metadata(const bench_run *run) {
+    const bench_metadata *m = &run->metadata;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "commit", m->commit);
+    cJSON_AddStringToObject(o, "date", m->date);
+    cJSON_AddStringToObject(o, "cpu_model", m->cpu_model);
+    cJSON_AddNumberToObject(o, "processors", m->processors);
+    cJSON_AddNumberToObject(o, "last_level_cache_bytes", (double)m->llc_bytes);
+    cJSON_AddStringToObject(o, "compiler", m->compiler);
+    cJSON_AddStringToObject(o, "flags", m->flags);
+    cJSON_AddStringToObject(o, "omp_wait_policy", m->omp_wait_policy ? m->omp_wait_policy : "default");
+    cJSON_AddNumberToObject(o, "load_average_at_start", m->load_average);
+    cJSON_AddBoolToObject(o, "huge_pages", run->huge_pages);
+    cJSON_AddStringToObject(o, "transparent_huge_pages", m->transparent_huge_pages);
+    return o;
+}
+
+static cJSON *json_bandwidth(const bench_bandwidth *b) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "read_bytes_per_s", b->read);
+    cJSON_AddNumberToObject(o, "write_bytes_per_s", b->write);
+    cJSON_AddBoolToObject(o, "write_non_temporal", b->write_non_temporal);
+    cJSON_AddNumberToObject(o, "copy_bytes_per_s", b->copy);
+    cJSON_AddBoolToObject(o, "copy_non_temporal", b->copy_non_temporal);
+    return o;
+}
+
+static cJSON *json_machine(const bench_run *run) {
+    cJSON *list = cJSON_CreateArray();
+    for (int ti = 0; ti < run->num_threads; ti++) {
+        const bench_machine *m = &run->machine[ti];
+        cJSON *o = json_bandwidth(&m->dram);
+        cJSON_AddNumberToObject(o, "threads", m->threads);
+        cJSON_AddNumberToObject(o, "buffer_bytes", (double)run->stream_bytes);
+        cJSON_AddNumberToObject(o, "exp_vectors_per_s", m->exp_vectors_per_second);
+        cJSON_AddItemToArray(list, o);
+    }
+    return list;
+}
+
+static cJSON *json_timing(const bench_run *run, const bench_result *r, int impl, int ti) {
+    const bench_timing *t = &r->timings[impl][ti];
+    const bench_timing *opt = optimized_at(r, impl == BENCH_REFERENCE ? 0 : ti);
+    const bench_bound *bound = bound_for(run, r, impl, ti);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "implementation", run->impl_names[impl]);
+    cJSON_AddStringToObject(o, "role", impl == BENCH_REFERENCE ? "reference" : impl == BENCH_OPTIMIZED ? "optimized" : "candidate");
+    cJSON_AddNumberToObject(o, "threads", impl == BENCH_REFERENCE ? 1 : run->threads[ti]);
+    cJSON_AddStringToObject(o, "output", verdict_name(t->verdict));
+    if (t->verdict == OUTPUT_DIFFERS) cJSON_AddNumberToObject(o, "differing_bytes", (double)t->differing_bytes);
+    if (t->verdict == OUTPUT_DIFFERS || t->verdict == OUTPUT_FAILED) cJSON_AddStringToObject(o, "detail", t->detail);
+    if (!t->present) return o;
+    cJSON_AddNumberToObject(o, "runs", t->runs);
+    cJSON_AddNumberToObject(o, "min_ms", ms(t->min_seconds));
+    cJSON_AddNumberToObject(o, "median_ms", ms(t->median_seconds));
+    cJSON_AddNumberToObject(o, "tokens_per_s", (double)r->tokens / t->min_seconds);
+    if (opt) cJSON_AddNumberToObject(o, "time_over_optimized", t->min_seconds / opt->min_seconds);
+    if (bound && held_to_bound(t)) cJSON_AddNumberToObject(o, "fraction_of_bound", bench_bound_seconds(bound) / t->min_seconds);
+    return o;
+}
+
+static cJSON *json_scenario(const bench_run *run, const bench_result *r) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", r->sc->name);
+    cJSON_AddStringToObject(o, "shape", r->sc->shape);
+    cJSON_AddNumberToObject(o, "tokens", (double)r->tokens);
+    cJSON_AddNumberToObject(o, "read_bytes", r->read_bytes);
+    cJSON_AddNumberToObject(o, "written_bytes", r->written_bytes);
+    cJSON_AddNumberToObject(o, "exps", r->exps);
+    cJSON *bounds = cJSON_AddArrayToObject(o, "bounds");
+    for (int ti = 0; ti < run->num_threads; ti++) {
+        const bench_bound *b = &r->bounds[ti];
+        cJSON *item = cJSON_CreateObject();
+        cJSON_AddNumberToObject(item, "threads", b->threads);
+        cJSON_AddNumberToObject(item, "memory_ms", ms(b->memory_seconds));
+        cJSON_AddNumberToObject(item, "compute_ms", ms(b->compute_seconds));
+        cJSON_AddNumberToObject(item, "bound_ms", ms(bench_bound_seconds(b)));
+        cJSON_AddStringToObject(item, "binding", b->memory_seconds >= b->compute_seconds ? "memory" : "compute");
+        cJSON_AddItemToObject(item, "scenario_sized_bandwidth", json_bandwidth(&b->resident));
+        cJSON_AddItemToArray(bounds, item);
+    }
+    cJSON *results = cJSON_AddArrayToObject(o, "results");
+    cJSON_AddItemToArray(results, json_timing(run, r, BENCH_REFERENCE, 0));
+    for (int ti = 0; ti < run->num_threads; ti++)
+        for (int impl = BENCH_OPTIMIZED; impl < run->num_impls; impl++) cJSON_AddItemToArray(results, json_timing(run, r, impl, ti));
+    return o;
+}
+
+/* The options of the run, for the shared run metadata. */
+static cJSON *json_options(const bench_run *run) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON *threads = cJSON_AddArrayToObject(o, "threads");
+    for (int ti = 0; ti < run->num_threads; ti++) cJSON_AddItemToArray(threads, cJSON_CreateNumber(run->threads[ti]));
+    cJSON_AddNumberToObject(o, "runs", run->runs);
+    cJSON_AddNumberToObject(o, "reference_runs", run->reference_runs);
+    cJSON_AddNumberToObject(o, "stream_bytes", (double)run->stream_bytes);
+    cJSON_AddBoolToObject(o, "huge_pages", run->huge_pages);
+    cJSON *candidates = cJSON_AddArrayToObject(o, "candidates");
+    for (int i = BENCH_OPTIMIZED + 1; i < run->num_impls; i++) cJSON_AddItemToArray(candidates, cJSON_CreateString(run->impl_names[i]));
+    return o;
+}
+
+int bench_write_json(const char *path, const bench_run *run) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "format", "kvcmp-bench/2");
+    cJSON_AddItemToObject(root, "run", kvc_run_info(0, 0, json_options(run)));
+    cJSON_AddItemToObject(root, "metadata", json_metadata(run));
+    cJSON *threads = cJSON_AddArrayToObject(root, "threads");
+    for (int ti = 0; ti < run->num_threads; ti++) cJSON_AddItemToArray(threads, cJSON_CreateNumber(run->threads[ti]));
+    cJSON_AddItemToObject(root, "machine", json_machine(run));
+    cJSON *scenarios = cJSON_AddArrayToObject(root, "scenarios");
+    for (int i = 0; i < run->num_results; i++) cJSON_AddItemToArray(scenarios, json_scenario(run, &run->results[i]));
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    FILE *f = fopen(path, "w");
+    int ok = f && text && fputs(text, f) >= 0 && fputc('\n', f) != EOF;
+    int saved_errno = errno;
+    if (f && fclose(f) != 0) ok = 0;
+    free(text);
+    if (!ok) {
+        fprintf(stderr, "kvcmp bench: cannot write %s: %s (the table above is complete; give --json a writable path)\n", path,
+                strerror(saved_errno));
+        return 1;
+    }
+    return 0;
+}

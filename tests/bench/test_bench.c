@@ -1,0 +1,236 @@
+/* kvcmp bench with candidates (issue 15): side-by-side rows, byte
+ * comparison with the reference, bounds that hold, the scaling table,
+ * the JSON with the run's metadata, and the option errors.  Timings are
+ * not asserted: a benchmark, not a timed test. */
+#include <cjson/cJSON.h>
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kvcmp/backends.h"
+#include "kvcmp/formats.h"
+#include "cli/commands.h"
+#include "optimized/vector_arrays.h"
+#include "tests/test_support.h"
+
+#define ARGV_COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+static void expect_contains(const char *text, const char *needle, const char *what) {
+    cr_expect(text && strstr(text, needle) != NULL, "%s lacks '%s':\n%s", what, needle, text ? text : "(null)");
+}
+
+static uint32_t float_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+static void skip_without_optimized(void) {
+    char error[256];
+    if (!kvc_backend_by_name("opt", error, sizeof error)) cr_skip_test("%s", error);
+}
+
+/* A test candidate built by the Makefile (tests/plugins/candidate.c). */
+static void test_plugin(const char *kind, char *path, size_t size) {
+    const char *dir = getenv("KVCMP_TEST_PLUGINS");
+    snprintf(path, size, "%s/%s.so", dir ? dir : "build/test-plugins", kind);
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "%s is missing: run make %s (or set KVCMP_TEST_PLUGINS)", path, path);
+    fclose(f);
+}
+
+/* The line of the times table for scenario, thread count and implementation. */
+static const char *row_of(const char *out, const char *scenario, int threads, const char *impl) {
+    char prefix[160];
+    snprintf(prefix, sizeof prefix, "\n%-24s %3d %-28.28s", scenario, threads, impl);
+    const char *row = strstr(out, prefix);
+    cr_assert_not_null(row, "no row '%s' in:\n%s", prefix + 1, out);
+    return row + 1;
+}
+
+static void expect_row_says(const char *out, const char *scenario, int threads, const char *impl, const char *what) {
+    const char *row = row_of(out, scenario, threads, impl);
+    size_t length = strcspn(row, "\n");
+    char line[600];
+    snprintf(line, sizeof line, "%.*s", (int)length, row);
+    cr_expect(strstr(line, what) != NULL, "row '%s' does not say '%s'", line, what);
+}
+
+static cJSON *results_of(cJSON *root, const char *scenario) {
+    cJSON *item;
+    cJSON_ArrayForEach(item, cJSON_GetObjectItem(root, "scenarios"))
+        if (strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(item, "name")), scenario) == 0) return cJSON_GetObjectItem(item, "results");
+    cr_assert_fail("no scenario %s in the JSON", scenario);
+    return NULL;
+}
+
+/* The JSON result of one implementation at one thread count. */
+static cJSON *result_of(cJSON *root, const char *scenario, const char *impl, int threads) {
+    cJSON *item;
+    cJSON_ArrayForEach(item, results_of(root, scenario)) {
+        if (strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(item, "implementation")), impl) == 0 &&
+            cJSON_GetObjectItem(item, "threads")->valueint == threads)
+            return item;
+    }
+    cr_assert_fail("no result of %s at %d threads for %s", impl, threads, scenario);
+    return NULL;
+}
+
+Test(bench, candidates_side_by_side, .timeout = 600) {
+    skip_without_optimized();
+    char bench_so[512], partial_so[512], dir[64], json[128];
+    test_plugin("bench", bench_so, sizeof bench_so);
+    test_plugin("partial", partial_so, sizeof partial_so);
+    support_temp_dir(dir, sizeof dir);
+    snprintf(json, sizeof json, "%s/bench.json", dir);
+    char *argv[] = {"--scenario", "v4-save-partial-states", "--scenario", "v41-rope-quant-insert", "--scenario", "v41-r2-decode",
+                    "--candidate", bench_so, "--candidate", partial_so, "--runs", "2", "--reference-runs", "1",
+                    "--threads", "1,2", "--stream-bytes", "1048576", "--json", json};
+    captured_run run = support_capture(kvc_cmd_bench, ARGV_COUNT(argv), argv);
+    /* A candidate that differs or fails makes the bench fail. */
+    cr_expect_eq(run.status, 1, "stdout:\n%s\nstderr:\n%s", run.out, run.err);
+    const char *save = "v4-save-partial-states", *insert = "v41-rope-quant-insert", *decode = "v41-r2-decode";
+    for (int threads = 1; threads <= 2; threads++) {
+        expect_row_says(run.out, save, threads, "bench test candidate", "matches");
+        expect_row_says(run.out, save, threads, "partial test candidate", "FAILED (status 6");
+        expect_row_says(run.out, insert, threads, "bench test candidate", "DIFFERS (");
+        expect_row_says(run.out, insert, threads, "bench test candidate", "first at kv_cache byte ");
+        expect_row_says(run.out, insert, threads, "partial test candidate", "not offered");
+        expect_row_says(run.out, decode, threads, "bench test candidate", "not offered");
+        expect_row_says(run.out, decode, threads, "opt", "matches");
+    }
+    expect_row_says(run.out, save, 1, "ref", "reference");
+    expect_contains(run.out, "\nScaling: min ms at each thread count", "stdout");
+    expect_contains(run.out, "\nBounds per scenario.", "stdout");
+    cr_expect(strstr(run.out, "v4-d512-r4-decode") == NULL, "a scenario not asked for ran");
+    expect_contains(run.out, "\nwrote ", "stdout");
+
+    char *text = support_read_file(json);
+    cJSON *root = cJSON_Parse(text);
+    cr_assert_not_null(root, "%s is not JSON", json);
+    cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(root, "format")), "kvcmp-bench/2");
+    cJSON *options = cJSON_GetObjectItem(cJSON_GetObjectItem(root, "run"), "options");
+    cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItem(options, "candidates")), 2);
+    cr_expect_eq(cJSON_GetObjectItem(options, "runs")->valueint, 2);
+    cJSON *metadata = cJSON_GetObjectItem(root, "metadata");
+    cr_expect_str_neq(cJSON_GetStringValue(cJSON_GetObjectItem(metadata, "commit")), "");
+    cr_expect_str_neq(cJSON_GetStringValue(cJSON_GetObjectItem(metadata, "cpu_model")), "");
+    cr_expect(strstr(cJSON_GetStringValue(cJSON_GetObjectItem(metadata, "flags")), "-std=c17") != NULL, "flags: %s",
+              cJSON_GetStringValue(cJSON_GetObjectItem(metadata, "flags")));
+    cr_expect(cJSON_GetObjectItem(metadata, "processors")->valueint >= 1);
+    cr_expect(cJSON_IsFalse(cJSON_GetObjectItem(metadata, "huge_pages")));
+    cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItem(root, "machine")), 2);
+    cJSON *machine;
+    cJSON_ArrayForEach(machine, cJSON_GetObjectItem(root, "machine")) {
+        cr_expect_gt(cJSON_GetObjectItem(machine, "read_bytes_per_s")->valuedouble, 0);
+        cr_expect_gt(cJSON_GetObjectItem(machine, "exp_vectors_per_s")->valuedouble, 0);
+    }
+    /* No timed implementation beats its scenario's bound. */
+    cJSON *scenario;
+    int fractions = 0;
+    cJSON_ArrayForEach(scenario, cJSON_GetObjectItem(root, "scenarios")) {
+        cJSON *result;
+        cJSON_ArrayForEach(result, cJSON_GetObjectItem(scenario, "results")) {
+            cJSON *fraction = cJSON_GetObjectItem(result, "fraction_of_bound");
+            if (!fraction) continue;
+            fractions++;
+            cr_expect(fraction->valuedouble > 0 && fraction->valuedouble <= 1.0, "%s: %s reached %.3f of its bound",
+                      cJSON_GetStringValue(cJSON_GetObjectItem(scenario, "name")),
+                      cJSON_GetStringValue(cJSON_GetObjectItem(result, "implementation")), fraction->valuedouble);
+        }
+    }
+    cr_expect_geq(fractions, 3 * 3 + 1, "too few timed results (%d)", fractions);
+    cJSON *matched = result_of(root, save, "bench test candidate", 2);
+    cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(matched, "output")), "matches");
+    cr_expect_eq(cJSON_GetObjectItem(matched, "runs")->valueint, 2);
+    cr_expect_not_null(cJSON_GetObjectItem(matched, "time_over_optimized"));
+    cJSON *differs = result_of(root, insert, "bench test candidate", 1);
+    cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(differs, "output")), "DIFFERS");
+    cr_expect_gt(cJSON_GetObjectItem(differs, "differing_bytes")->valuedouble, 0);
+    /* It skipped the work: no bound to hold it to. */
+    cr_expect_null(cJSON_GetObjectItem(differs, "fraction_of_bound"));
+    cJSON *reference = result_of(root, save, "ref", 1);
+    cr_expect_eq(cJSON_GetObjectItem(reference, "runs")->valueint, 1);
+    cJSON_Delete(root);
+    free(text);
+    support_free_run(&run);
+    support_remove_tree(dir);
+}
+
+/* --huge-pages asks for them; without reference runs its row has no times. */
+Test(bench, huge_pages_and_no_reference_runs, .timeout = 300) {
+    skip_without_optimized();
+    char *argv[] = {"--scenario", "v41-r2-decode", "--runs", "1", "--reference-runs", "0", "--threads", "1",
+                    "--stream-bytes", "4194304", "--huge-pages"};
+    captured_run run = support_capture(kvc_cmd_bench, ARGV_COUNT(argv), argv);
+    cr_expect_eq(run.status, 0, "stderr:\n%s", run.err);
+    expect_contains(run.out, ", huge pages asked for (", "stdout");
+    expect_row_says(run.out, "v41-r2-decode", 1, "ref", "         -          -     -       -      -  reference");
+    expect_row_says(run.out, "v41-r2-decode", 1, "opt", "matches");
+    cr_expect(strstr(run.out, "wrote ") == NULL, "a JSON file written without --json");
+    support_free_run(&run);
+}
+
+static void expect_usage_error(int argc, char **argv, const char *message) {
+    captured_run run = support_capture(kvc_cmd_bench, argc, argv);
+    cr_expect_eq(run.status, 2, "%s accepted", argv[argc - 1]);
+    expect_contains(run.err, message, "stderr");
+    cr_expect_str_empty(run.out, "%s ran a benchmark", argv[argc - 1]);
+    support_free_run(&run);
+}
+
+Test(bench, option_errors) {
+    char *letters[] = {"--threads", "1,x"};
+    expect_usage_error(2, letters, "kvcmp bench: --threads takes thread counts from 1 to 1024, not 'x'");
+    char *empty[] = {"--threads", ","};
+    expect_usage_error(2, empty, "kvcmp bench: --threads takes a list like 1,2,4");
+    char *many[] = {"--threads", "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17"};
+    expect_usage_error(2, many, "kvcmp bench: --threads takes at most 16 counts");
+    char *fraction[] = {"--runs", "1.5"};
+    expect_usage_error(2, fraction, "kvcmp bench: --runs takes a whole number from 1 to 1000, not '1.5'");
+    char *small[] = {"--stream-bytes", "4096"};
+    expect_usage_error(2, small, "kvcmp bench: --stream-bytes takes a whole number from 1048576 to ");
+    char *positional[] = {"--runs", "1", "v41-r2-decode"};
+    expect_usage_error(3, positional, "kvcmp bench: unexpected argument 'v41-r2-decode'");
+    char *unknown[] = {"--candidates", "x.so"};
+    expect_usage_error(2, unknown, "kvcmp bench: unknown option '--candidates'");
+    char *candidates[2 * 9];
+    for (int i = 0; i < 9; i++) { candidates[2 * i] = "--candidate"; candidates[2 * i + 1] = "ref"; }
+    expect_usage_error(18, candidates, "kvcmp bench: at most 8 --candidate libraries");
+    char *scenarios[2 * 17];
+    for (int i = 0; i < 17; i++) { scenarios[2 * i] = "--scenario"; scenarios[2 * i + 1] = "v41-r2-decode"; }
+    expect_usage_error(34, scenarios, "kvcmp bench: at most 16 --scenario options");
+    char *scenario[] = {"--scenario", "v41-r2-decode", "--scenario", "v9-huge"};
+    expect_usage_error(4, scenario, "kvcmp bench: unknown scenario 'v9-huge'");
+}
+
+Test(bench, candidate_that_does_not_load) {
+    skip_without_optimized();
+    char *missing[] = {"--candidate", "/nonexistent/libkernels.so"};
+    expect_usage_error(2, missing, "kvcmp bench: --candidate: cannot load candidate /nonexistent/libkernels.so");
+    char wrong_abi[512];
+    test_plugin("wrong_abi", wrong_abi, sizeof wrong_abi);
+    char *foreign[] = {"--candidate", wrong_abi};
+    expect_usage_error(2, foreign, "speaks plug-in ABI 2");
+}
+
+/* The bench's own kernels: the exp of its compute bound is the exact exp
+ * (kvc_expf_cr) on its domain, and the write loop writes every byte. */
+Test(bench, exp_and_write_kernels) {
+    skip_without_optimized();
+    enum { N = 4096 };
+    static float x[N], y[N];
+    for (int i = 0; i < N; i++) x[i] = -87.0f + 175.0f * (float)i / N;   /* [-87, 88) */
+    opt_exp_in_range_array(x, y, N);
+    for (int i = 0; i < N; i++) cr_expect_eq(float_bits(y[i]), float_bits(kvc_expf_cr(x[i])), "exp(%a)", (double)x[i]);
+    static uint8_t buffer[64 * 5 + 64] __attribute__((aligned(64)));
+    for (int non_temporal = 0; non_temporal <= 1; non_temporal++)
+        for (size_t offset = 0; offset <= 1; offset++) {   /* aligned (streaming stores) and not */
+            memset(buffer, 0, sizeof buffer);
+            opt_stream_write(buffer + offset, 64 * 5 + 7, non_temporal);
+            for (size_t i = 0; i < sizeof buffer; i++)
+                cr_expect_eq(buffer[i], i >= offset && i < offset + 64 * 5 + 7 ? 0x5A : 0, "byte %zu (offset %zu, nt %d)", i, offset,
+                             non_temporal);
+        }
+}
