@@ -89,12 +89,14 @@ static void apply_edit(uint8_t *fixture, const edit *e) {
 
 /* `name` occurs in `message` as a whole word: "kv" is not found in
  * "kv_cache", "slot_mapping[2]" not in "kv_slot_mapping[2]". */
+static int is_word_char(char c) { return isalnum((unsigned char)c) || c == '_'; }
+
 static int names(const char *message, const char *name) {
     size_t length = strlen(name);
     for (const char *at = strstr(message, name); at; at = strstr(at + 1, name)) {
-        int starts = at == message || !(isalnum((unsigned char)at[-1]) || at[-1] == '_');
-        char after = at[length];
-        int ends = !(isalnum((unsigned char)after) || after == '_') || !(isalnum((unsigned char)name[length - 1]) || name[length - 1] == '_');
+        int starts = at == message || !is_word_char(at[-1]);
+        /* A name ending in ']' needs no boundary after it. */
+        int ends = !is_word_char(name[length - 1]) || !is_word_char(at[length]);
         if (starts && ends) return 1;
     }
     return 0;
