@@ -10,8 +10,10 @@ REPORT_DIR ?= reports
 # Cases per stage variant and value family of the precision corpus.
 REPORT_CASES ?= 2
 REPORT_SEED ?= 20261129
-# Parity runs over the shared upstream cases when they are there.
-REPORT_PARITY_CASES := $(wildcard $(SHARED)/vllm-cases)
+# Parity runs over the upstream cases when they are there: vllm-cases and
+# upstream-fuzz (vLLM's kernels on the fuzzer's inputs; UPSTREAM_FUZZ_DIR,
+# mk/ci.mk), each difference given its cause (harness/compare/causes.c).
+REPORT_PARITY_CASES = $(wildcard $(SHARED)/vllm-cases) $(UPSTREAM_FUZZ_DIR)
 
 .PHONY: report coverage
 

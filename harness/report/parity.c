@@ -11,6 +11,7 @@
 #include "harness/report/oracle.h"
 #include "harness/replay/replay.h"
 #include "kvcmp/run.h"
+#include "harness/report/paths.h"
 
 /* 0, 1, 2, then (2^(k-2), 2^(k-1)] for k = 3..9, > 256, and NaN last. */
 int kvc_parity_dist_bin(int64_t distance) {
@@ -69,6 +70,7 @@ static void add_cause(walk *w, kvc_parity_cause cause, const char *fmt, ...) {
     kvc_parity_group *g = w->group;
     g->causes[cause]++;
     if (g->example[cause][0]) return;
+    snprintf(g->example_dir[cause], sizeof g->example_dir[cause], "%s", w->dir);
     int n = snprintf(g->example[cause], sizeof g->example[cause], "%s: ", w->dir);
     va_list ap;
     va_start(ap, fmt);
@@ -115,6 +117,7 @@ void kvc_parity_add_case(kvc_parity_report *report, const kvc_case *c, const cha
     kvc_run_result result;
     if (kvc_run_case(&kvc_reference_backend, c, NULL, &result)) {
         add_cause(&w, KVC_CAUSE_STAGE_ERROR, "%s", result.error.message);
+        if (!g->first_differing[0]) snprintf(g->first_differing, sizeof g->first_differing, "%s", dir);
         kvc_run_result_free(&result);
         return;
     }
@@ -127,6 +130,7 @@ void kvc_parity_add_case(kvc_parity_report *report, const kvc_case *c, const cha
     }
     kvc_run_result_free(&result);
     if (!w.differs) { g->cases_identical++; report->cases_identical++; }
+    else if (!g->first_differing[0]) snprintf(g->first_differing, sizeof g->first_differing, "%s", dir);
 }
 
 int kvc_parity_add_path(kvc_parity_report *report, const char *path) {
@@ -136,7 +140,7 @@ int kvc_parity_add_path(kvc_parity_report *report, const char *path) {
         fprintf(stderr, "kvcmp report parity: no case directory (with case.json) under %s\n", path);
         return -1;
     }
-    if (report->num_paths < 8) snprintf(report->paths[report->num_paths++], sizeof report->paths[0], "%s", path);
+    if (report->num_paths < 8) kvc_relative_path(path, report->paths[report->num_paths++], sizeof report->paths[0]);
     for (int i = 0; i < n; i++) {
         kvc_case c;
         char error[512];
@@ -144,7 +148,9 @@ int kvc_parity_add_path(kvc_parity_report *report, const char *path) {
             fprintf(stderr, "kvcmp report parity: %s\n", error);
             continue;
         }
-        kvc_parity_add_case(report, &c, dirs[i]);
+        char relative[512];
+        kvc_relative_path(dirs[i], relative, sizeof relative);
+        kvc_parity_add_case(report, &c, relative);
         kvc_case_free(&c);
     }
     kvc_free_case_list(dirs, n);

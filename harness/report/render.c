@@ -151,9 +151,9 @@ static void precision_histograms(FILE *f, const kvc_precision_variant *v) {
     for (int m = 0; m < KVC_METRIC_COUNT; m++) {
         const kvc_error_stats *s = &v->metrics[m];
         if (!s->count) continue;
-        char title[96];
-        snprintf(title, sizeof title, "%s: error in %s", s->name, kvc_unit_name(s->unit));
-        kvc_svg_histogram(f, title, s->hist, labels, KVC_HIST_BINS, 1);
+        char x_title[96];
+        snprintf(x_title, sizeof x_title, "error in %s", kvc_unit_name(s->unit));
+        kvc_svg_histogram(f, s->name, x_title, s->hist, labels, KVC_HIST_BINS, 1);
     }
     for (int m = 0; m < KVC_METRIC_COUNT; m++) {
         const kvc_error_stats *s = &v->metrics[m];
@@ -334,8 +334,8 @@ static void parity_markdown(FILE *f, const kvc_parity_report *r, const char *whe
     fprintf(f, "# Parity of upstream implementations with the reference\n\nGenerated %s by `kvcmp report parity`", when);
     for (int i = 0; i < r->num_paths; i++) fprintf(f, " `%s`", r->paths[i]);
     fprintf(f, ".\n\n%s\n\n**%d cases, %d bit-identical to the reference.**\n\n", parity_intro, r->cases, r->cases_identical);
-    fprintf(f, "| source | stage | cases | identical cases | bytes identical | NoPE codes | scales | RoPE | state | latent |\n");
-    fprintf(f, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    fprintf(f, "| source | stage | cases | identical cases | bytes identical | NoPE codes | scales | RoPE | state | latent | first differing case |\n");
+    fprintf(f, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
     const kvc_parity_region shown[5] = {KVC_PREGION_NOPE_CODE, KVC_PREGION_SCALE, KVC_PREGION_ROPE, KVC_PREGION_STATE, KVC_PREGION_LATENT};
     for (int i = 0; i < r->num_groups; i++) {
         const kvc_parity_group *g = &r->groups[i];
@@ -347,15 +347,19 @@ static void parity_markdown(FILE *f, const kvc_parity_report *r, const char *whe
             format_fraction(text, sizeof text, g->identical[shown[k]], g->elements[shown[k]]);
             fprintf(f, " | %s", text);
         }
-        fprintf(f, " |\n");
+        if (g->first_differing[0]) fprintf(f, " | `build/kvcmp replay --impl ref --policy exact %s` |\n", g->first_differing);
+        else fprintf(f, " | - |\n");
     }
     fprintf(f, "\nRegion columns: identical elements among the rows where the two sides differ at all (\"-\": no such row).\n");
-    fprintf(f, "\n## Causes of the differences\n\n| source | stage | cause | elements | example |\n|---|---|---|---:|---|\n");
+    fprintf(f, "\n## Causes of the differences\n\nEach cause is read from the bytes (harness/compare/causes.c); the example's "
+               "command replays it and prints the first differing element.\n\n"
+               "| source | stage | cause | elements | example | reproduce |\n|---|---|---|---:|---|---|\n");
     for (int i = 0; i < r->num_groups; i++)
         for (int c = 0; c < KVC_CAUSE_COUNT; c++)
             if (r->groups[i].causes[c])
-                fprintf(f, "| %s | %s | %s | %lld | %s |\n", r->groups[i].source, r->groups[i].stage, kvc_parity_cause_name(c),
-                        (long long)r->groups[i].causes[c], r->groups[i].example[c]);
+                fprintf(f, "| %s | %s | %s (`%s`) | %lld | %s | `build/kvcmp replay --impl ref --policy exact %s` |\n", r->groups[i].source,
+                        r->groups[i].stage, kvc_parity_cause_name(c), kvc_cause_slug(c), (long long)r->groups[i].causes[c],
+                        r->groups[i].example[c], r->groups[i].example_dir[c]);
     fprintf(f, "\n## Distance histograms (differing rows only)\n\n");
     for (int i = 0; i < r->num_groups; i++) {
         const kvc_parity_group *g = &r->groups[i];
@@ -380,16 +384,19 @@ static void parity_group_plots(FILE *f, const kvc_parity_group *g) {
     fputs("<div class=\"plots\">\n", f);
     for (int k = 0; k < KVC_PREGION_COUNT; k++) {
         if (g->elements[k] == g->identical[k]) continue;
-        char title[96];
-        snprintf(title, sizeof title, "%s: distance in %s", kvc_parity_region_name(k), kvc_parity_region_unit(k));
-        kvc_svg_histogram(f, title, g->distance_hist[k], labels, KVC_PARITY_DIST_BINS, 1);
+        char x_title[96];
+        snprintf(x_title, sizeof x_title, "distance from the reference in %s", kvc_parity_region_unit(k));
+        kvc_svg_histogram(f, kvc_parity_region_name(k), x_title, g->distance_hist[k], labels, KVC_PARITY_DIST_BINS, 1);
     }
-    fputs("</div>\n<table><tr><th>cause</th><th>elements</th><th>example</th></tr>\n", f);
+    fputs("</div>\n<table><tr><th>cause</th><th>elements</th><th>example</th><th>reproduce</th></tr>\n", f);
     for (int c = 0; c < KVC_CAUSE_COUNT; c++) {
         if (!g->causes[c]) continue;
-        fprintf(f, "<tr><td>%s</td><td>%lld</td><td style=\"text-align:left\">", kvc_parity_cause_name(c), (long long)g->causes[c]);
+        fprintf(f, "<tr><td>%s (<code>%s</code>)</td><td>%lld</td><td style=\"text-align:left\">", kvc_parity_cause_name(c), kvc_cause_slug(c),
+                (long long)g->causes[c]);
         kvc_html_text(f, g->example[c]);
-        fputs("</td></tr>\n", f);
+        fputs("</td><td style=\"text-align:left\"><code>build/kvcmp replay --impl ref --policy exact ", f);
+        kvc_html_text(f, g->example_dir[c]);
+        fputs("</code></td></tr>\n", f);
     }
     fputs("</table>\n", f);
 }
@@ -478,8 +485,11 @@ static void parity_html(FILE *f, const kvc_parity_report *r, const char *when) {
     for (int i = 0; i < r->num_groups; i++) {
         const kvc_parity_group *g = &r->groups[i];
         if (g->cases_identical == g->cases) continue;
-        fprintf(f, "<h2>%s — %s</h2>\n<p class=\"note\">%d of %d cases differ; %lld of %lld bytes identical.</p>\n", g->source, g->stage,
+        fprintf(f, "<h2>%s — %s</h2>\n<p class=\"note\">%d of %d cases differ; %lld of %lld bytes identical. First differing case: "
+                   "<code>build/kvcmp replay --impl ref --policy exact ", g->source, g->stage,
                 g->cases - g->cases_identical, g->cases, (long long)g->bytes_identical, (long long)g->bytes);
+        kvc_html_text(f, g->first_differing);
+        fputs("</code></p>\n", f);
         parity_group_plots(f, g);
     }
     fputs("<h2>Sources that agree bit for bit</h2><ul>\n", f);
@@ -526,6 +536,19 @@ static cJSON *parity_json(const kvc_parity_report *r, const char *when) {
         cJSON *causes = cJSON_AddObjectToObject(o, "causes");
         for (int c = 0; c < KVC_CAUSE_COUNT; c++)
             if (g->causes[c]) cJSON_AddNumberToObject(causes, kvc_parity_cause_name(c), (double)g->causes[c]);
+        cJSON *by_slug = cJSON_AddArrayToObject(o, "cause_list");
+        for (int c = 0; c < KVC_CAUSE_COUNT; c++) {
+            if (!g->causes[c]) continue;
+            char repro[400];
+            snprintf(repro, sizeof repro, "build/kvcmp replay --impl ref --policy exact %s", g->example_dir[c]);
+            cJSON *item = cJSON_CreateObject();
+            cJSON_AddStringToObject(item, "cause", kvc_cause_slug(c));
+            cJSON_AddStringToObject(item, "name", kvc_parity_cause_name(c));
+            cJSON_AddNumberToObject(item, "elements", (double)g->causes[c]);
+            cJSON_AddStringToObject(item, "example", g->example[c]);
+            cJSON_AddStringToObject(item, "repro", repro);
+            cJSON_AddItemToArray(by_slug, item);
+        }
         cJSON_AddItemToArray(groups, o);
     }
     return root;

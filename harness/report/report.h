@@ -133,6 +133,8 @@ typedef struct {
     int64_t distance_hist[KVC_PREGION_COUNT][KVC_PARITY_DIST_BINS];
     int64_t causes[KVC_CAUSE_COUNT];
     char example[KVC_CAUSE_COUNT][240];   /* one case + element per cause */
+    char example_dir[KVC_CAUSE_COUNT][240];   /* that case's directory, for its repro line */
+    char first_differing[240];            /* the first case of the group that differs */
 } kvc_parity_group;
 
 typedef struct {

@@ -2,6 +2,7 @@
 #include "harness/report/svg.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #define FONT "font-family=\"system-ui,sans-serif\""
@@ -28,30 +29,58 @@ static void title_text(FILE *f, double x, double y, const char *title) {
     fputs("</text>\n", f);
 }
 
-void kvc_svg_histogram(FILE *f, const char *title, const int64_t *counts, const char *const *labels, int bins, int highlight_first) {
-    const double width = 380, height = 210, left = 44, right = 8, top = 26, bottom = 52;
+/* Tick label of a count: 1, 10, 100, 1k ... 1M ... */
+static void count_label(char *out, size_t size, double count) {
+    static const char *const suffix[] = {"", "k", "M", "G", "T"};
+    int k = 0;
+    while (count >= 1000 && k < 4) { count /= 1000; k++; }
+    snprintf(out, size, "%.0f%s", count, suffix[k]);
+}
+
+static void axis_titles(FILE *f, double x_mid, double x_y, const char *x_title, double y_mid, const char *y_title) {
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" text-anchor=\"middle\" %s>", x_mid, x_y, FONT);
+    kvc_html_text(f, x_title);
+    fprintf(f, "</text>\n<text transform=\"translate(11,%.1f) rotate(-90)\" font-size=\"10\" text-anchor=\"middle\" %s>", y_mid, FONT);
+    kvc_html_text(f, y_title);
+    fputs("</text>\n", f);
+}
+
+void kvc_svg_histogram(FILE *f, const char *title, const char *x_title, const int64_t *counts, const char *const *labels, int bins,
+                       int highlight_first) {
+    const double width = 380, height = 236, left = 52, right = 8, top = 26, bottom = 74;
     double plot_w = width - left - right, plot_h = height - top - bottom, bar = plot_w / bins;
     int64_t most = 1;
     for (int i = 0; i < bins; i++) if (counts[i] > most) most = counts[i];
-    /* Log scale: a single last-bit error among a million exact values stays visible. */
+    /* Log scale: a single last-bit error among a million exact values
+     * stays visible.  Bars start at a count of 1 (an empty bin has no bar),
+     * so the axis never needs a zero. */
     double scale = plot_h / log10(1.0 + (double)most);
     fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" role=\"img\">\n", width,
             height, width, height);
     title_text(f, left, 16, title);
     for (double tick = 1; tick <= (double)most; tick *= 10) {
         double y = top + plot_h - log10(1.0 + tick) * scale;
+        char text[16];
+        count_label(text, sizeof text, tick);
         fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>", left, left + plot_w, y, y);
-        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\" text-anchor=\"end\" %s>%.0e</text>\n", left - 3, y + 3, FONT, tick);
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\" text-anchor=\"end\" %s>%s</text>\n", left - 3, y + 3, FONT, text);
     }
     for (int i = 0; i < bins; i++) {
         double h = log10(1.0 + (double)counts[i]) * scale, x = left + i * bar;
         const char *colour = highlight_first && i == 0 ? EXACT_COLOUR : BAR_COLOUR;
-        if (counts[i])
-            fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"><title>%s: %lld</title></rect>\n", x + 1,
-                    top + plot_h - h, bar - 2, h, colour, labels[i], (long long)counts[i]);
-        fprintf(f, "<text transform=\"translate(%.1f,%.1f) rotate(-55)\" font-size=\"9\" text-anchor=\"end\" %s>%s</text>\n",
-                x + bar / 2 + 3, top + plot_h + 10, FONT, labels[i]);
+        /* Labels such as "<=1/2" must be escaped to stay XML. */
+        if (counts[i]) {
+            fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"><title>", x + 1, top + plot_h - h, bar - 2, h,
+                    colour);
+            kvc_html_text(f, labels[i]);
+            fprintf(f, ": %lld</title></rect>\n", (long long)counts[i]);
+        }
+        fprintf(f, "<text transform=\"translate(%.1f,%.1f) rotate(-55)\" font-size=\"9\" text-anchor=\"end\" %s>", x + bar / 2 + 3,
+                top + plot_h + 10, FONT);
+        kvc_html_text(f, labels[i]);
+        fputs("</text>\n", f);
     }
+    axis_titles(f, left + plot_w / 2, height - 6, x_title, top + plot_h / 2, "elements (log scale)");
     fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#333\"/>\n</svg>\n", left, left + plot_w, top + plot_h,
             top + plot_h);
 }
@@ -121,7 +150,7 @@ static void series_line(FILE *f, const kvc_svg_series *s, int use_max, double x0
 }
 
 void kvc_svg_error_vs_magnitude(FILE *f, const char *title, const char *unit, const kvc_svg_series *s) {
-    const double width = 380, height = 210, left = 44, right = 10, top = 26, bottom = 36;
+    const double width = 380, height = 230, left = 52, right = 10, top = 42, bottom = 36;
     int xmin = 1000, xmax = -1000;
     double ymax = 0, ymin = 0;
     for (int i = 0; i < s->bins; i++) {
@@ -145,20 +174,23 @@ void kvc_svg_error_vs_magnitude(FILE *f, const char *title, const char *unit, co
     for (int y = (int)floor_exp; y <= (int)ymax; y += ystep) {
         double py = y0 - (y - floor_exp) * sy;
         fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>", x0, x0 + plot_w, py, py);
-        if (y == (int)floor_exp) fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\" text-anchor=\"end\" %s>0</text>\n", x0 - 3, py + 3, FONT);
-        else fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\" text-anchor=\"end\" %s>2^%d</text>\n", x0 - 3, py + 3, FONT, y);
+        /* A log axis has no zero: errors of 0 (and below the floor) sit on the floor, labelled as such. */
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\" text-anchor=\"end\" %s>%s2^%d</text>\n", x0 - 3, py + 3, FONT,
+                y == (int)floor_exp ? "&#8804;" : "", y);
     }
     int xstep = (xmax - xmin) > 20 ? 8 : (xmax - xmin) > 8 ? 4 : 1;
     for (int x = xmin; x <= xmax; x += xstep)
         fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\" text-anchor=\"middle\" %s>2^%d</text>\n", x0 + (x - xmin) * sx, y0 + 13, FONT, x);
-    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" text-anchor=\"middle\" %s>|exact value| (binade)</text>\n", x0 + plot_w / 2,
-            y0 + 28, FONT);
-    fprintf(f, "<text transform=\"translate(10,%.1f) rotate(-90)\" font-size=\"10\" text-anchor=\"middle\" %s>%s</text>\n", top + plot_h / 2,
-            FONT, unit);
+    char y_title[96];
+    snprintf(y_title, sizeof y_title, "error (%s, log2)", unit);
+    axis_titles(f, x0 + plot_w / 2, y0 + 28, "|exact value| (binade, log2)", top + plot_h / 2, y_title);
     series_line(f, s, 1, x0, y0, sx, sy, xmin, floor_exp, MAX_COLOUR);
     series_line(f, s, 0, x0, y0, sx, sy, xmin, floor_exp, MEAN_COLOUR);
-    fprintf(f, "<text x=\"%.1f\" y=\"16\" font-size=\"10\" fill=\"%s\" text-anchor=\"end\" %s>max</text>"
-               "<text x=\"%.1f\" y=\"16\" font-size=\"10\" fill=\"%s\" text-anchor=\"end\" %s>mean</text>\n",
-            width - 44, MAX_COLOUR, FONT, width - 8, MEAN_COLOUR, FONT);
+    /* The legend has a row of its own under the title: a long title cannot run into it. */
+    fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"29\" y2=\"29\" stroke=\"%s\" stroke-width=\"2\"/>"
+               "<text x=\"%.1f\" y=\"32\" font-size=\"10\" %s>max per binade</text>"
+               "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"29\" y2=\"29\" stroke=\"%s\" stroke-width=\"2\"/>"
+               "<text x=\"%.1f\" y=\"32\" font-size=\"10\" %s>mean per binade</text>\n",
+            left, left + 14, MAX_COLOUR, left + 18, FONT, left + 110, left + 124, MEAN_COLOUR, left + 128, FONT);
     fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#333\"/>\n</svg>\n", x0, x0 + plot_w, y0, y0);
 }

@@ -6,9 +6,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* Vertical bars with a log10(1 + count) axis, labels under each bar.
- * highlight_first colours bar 0 (the "exact" bin) differently. */
-void kvc_svg_histogram(FILE *f, const char *title, const int64_t *counts, const char *const *labels, int bins, int highlight_first);
+/* Vertical bars with a log10(1 + count) axis, labels under each bar and
+ * x_title under them.  highlight_first colours bar 0 (the "exact" bin). */
+void kvc_svg_histogram(FILE *f, const char *title, const char *x_title, const int64_t *counts, const char *const *labels, int bins,
+                       int highlight_first);
 
 /* Error against magnitude: x = binade of |exact| (2^x), y = log2 of the
  * error; the max (and mean) error of each binade as points joined by lines. */
