@@ -37,6 +37,17 @@ static int ok(kvc_error *err) {
     return KVC_OK;
 }
 
+/* Counts and memory spans are bounded (SPEC.md 9.3) so that every byte
+ * size computed below fits in int64: a caller's impossible size is a
+ * refusal, never an overflow. */
+#define KVC_MAX_COUNT ((int64_t)1 << 40)
+#define KVC_MAX_SPAN ((int64_t)1 << 56)
+
+static int check_count(int64_t n, const char *name, kvc_error *err) {
+    if (n > KVC_MAX_COUNT) return kvc_fail(err, KVC_ERR_PARAM, "%s = %lld is larger than 2^40", name, (long long)n);
+    return KVC_OK;
+}
+
 /* Geometry of a paged cache whose rows take row_bytes, aligned to align. */
 static int check_cache(const kvc_paged_cache *c, const char *name, int64_t row_bytes, int64_t align,
                        kvc_error *err) {
@@ -50,6 +61,10 @@ static int check_cache(const kvc_paged_cache *c, const char *name, int64_t row_b
     if (c->page_stride < c->page_bytes)
         return kvc_fail(err, KVC_ERR_PARAM, "%s: page_stride = %lld is smaller than page_bytes = %lld", name,
                         (long long)c->page_stride, (long long)c->page_bytes);
+    int64_t span;
+    if (__builtin_mul_overflow(c->num_pages, c->page_stride, &span) || span > KVC_MAX_SPAN)
+        return kvc_fail(err, KVC_ERR_PARAM, "%s: %lld pages of %lld bytes span more than 2^56 bytes", name,
+                        (long long)c->num_pages, (long long)c->page_stride);
     if (c->page_stride % align != 0 || ((uintptr_t)c->data % (uintptr_t)align) != 0)
         return kvc_fail(err, KVC_ERR_PARAM, "%s: data and page_stride must be %lld-byte aligned", name, (long long)align);
     if (c->num_pages > 0 && c->data == NULL) return kvc_fail(err, KVC_ERR_PARAM, "%s: data is NULL", name);
@@ -123,6 +138,7 @@ static int check_v4_shape(int32_t ratio, int32_t head_dim, int64_t num_tokens, k
     if (ratio != 4 && ratio != 128) return kvc_fail(err, KVC_ERR_PARAM, "compress_ratio = %d, V4 supports 4 and 128", ratio);
     if (head_dim != 512 && head_dim != 128) return kvc_fail(err, KVC_ERR_PARAM, "head_dim = %d, V4 supports 512 and 128", head_dim);
     if (num_tokens < 0) return kvc_fail(err, KVC_ERR_PARAM, "num_tokens = %lld is negative", (long long)num_tokens);
+    TRY(check_count(num_tokens, "num_tokens", err));
     return KVC_OK;
 }
 
@@ -184,7 +200,12 @@ int kvc_validate_v4_compress(const kvc_v4_compress_args *a, kvc_error *err) {
     TRY(check_cache(&a->kv_cache, "kv_cache", kvc_cache_row_bytes(dtype), 1, err));
     if (a->num_requests < 0 || a->max_blocks < 0)
         return kvc_fail(err, KVC_ERR_PARAM, "block_table shape [%lld, %lld] is negative", (long long)a->num_requests, (long long)a->max_blocks);
+    int64_t block_entries;
+    if (__builtin_mul_overflow(a->num_requests, a->max_blocks, &block_entries) || block_entries > KVC_MAX_COUNT)
+        return kvc_fail(err, KVC_ERR_PARAM, "block_table shape [%lld, %lld] has more than 2^40 entries", (long long)a->num_requests,
+                        (long long)a->max_blocks);
     if (a->cos_sin_rows < 0) return kvc_fail(err, KVC_ERR_PARAM, "cos_sin rows = %lld is negative", (long long)a->cos_sin_rows);
+    TRY(check_count(a->cos_sin_rows, "cos_sin rows", err));
     TRY(check_pointer(a->positions, "positions", T, err));
     TRY(check_pointer(a->slot_mapping, "slot_mapping", T, err));
     TRY(check_pointer(a->kv_slot_mapping, "kv_slot_mapping", T, err));
@@ -290,6 +311,7 @@ int kvc_validate_v41_norm(const kvc_v41_norm_args *a, kvc_error *err) {
     int64_t T = a->num_tokens;
     if (R != 1 && R != 2) return kvc_fail(err, KVC_ERR_PARAM, "compress_ratio = %d, V4.1 supports 1 and 2", R);
     if (T < 0) return kvc_fail(err, KVC_ERR_PARAM, "num_tokens = %lld is negative", (long long)T);
+    TRY(check_count(T, "num_tokens", err));
     if (!(a->eps >= 0.0f && a->eps <= 1.0f)) return kvc_fail(err, KVC_ERR_PARAM, "eps = %g must be in [0, 1]", (double)a->eps);
     TRY(check_pointer(a->kv_score, "kv_score", T, err));
     TRY(check_pointer(a->positions, "positions", T, err));
@@ -309,6 +331,7 @@ int kvc_validate_v41_norm(const kvc_v41_norm_args *a, kvc_error *err) {
     if (cap < 8 || (cap & (cap - 1)) != 0)
         return kvc_fail(err, KVC_ERR_PARAM, "state_cache ring size CAP = %lld, must be a power of two >= 8", (long long)cap);
     if (a->num_requests < 0) return kvc_fail(err, KVC_ERR_PARAM, "num_requests = %lld is negative", (long long)a->num_requests);
+    TRY(check_count(a->num_requests, "num_requests", err));
     TRY(check_pointer(a->query_start_loc, "query_start_loc", 1, err));
     TRY(check_pointer(a->token_to_req, "token_to_req", T, err));
     int64_t span = kvc_cache_span(&a->state_cache);
@@ -331,6 +354,7 @@ int kvc_validate_v41_insert(const kvc_v41_insert_args *a, int expect_quant, kvc_
     int64_t T = a->num_tokens;
     if (R != 1 && R != 2) return kvc_fail(err, KVC_ERR_PARAM, "compress_ratio = %d, V4.1 supports 1 and 2", R);
     if (T < 0) return kvc_fail(err, KVC_ERR_PARAM, "num_tokens = %lld is negative", (long long)T);
+    TRY(check_count(T, "num_tokens", err));
     if (expect_quant && a->cache_dtype != KVC_CACHE_FP8_DS_MLA)
         return kvc_fail(err, KVC_ERR_PARAM, "kv_cache: rope_quant_insert needs cache_dtype fp8_ds_mla");
     if (!expect_quant && a->cache_dtype != KVC_CACHE_BF16 && a->cache_dtype != KVC_CACHE_FP8_E4M3)
@@ -340,6 +364,7 @@ int kvc_validate_v41_insert(const kvc_v41_insert_args *a, int expect_quant, kvc_
     int64_t align = a->cache_dtype == KVC_CACHE_BF16 ? 2 : 1;
     TRY(check_cache(&a->kv_cache, "kv_cache", kvc_cache_row_bytes(a->cache_dtype), align, err));
     if (a->cos_sin_rows < 0) return kvc_fail(err, KVC_ERR_PARAM, "cos_sin rows = %lld is negative", (long long)a->cos_sin_rows);
+    TRY(check_count(a->cos_sin_rows, "cos_sin rows", err));
     TRY(check_pointer(a->latent, "latent", T, err));
     TRY(check_pointer(a->positions, "positions", T, err));
     TRY(check_pointer(a->slot_mapping, "slot_mapping", T, err));

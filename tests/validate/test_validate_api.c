@@ -482,6 +482,9 @@ static const mutation save_rows[] = {
     {"num_tokens -1", {SET(args.num_tokens, -1)}, PARAM, {"num_tokens"}},
     {"num_tokens INT64_MIN", {SET(args.num_tokens, INT64_MIN)}, PARAM, {"num_tokens"}},
     {"num_pages -1", {SET(args.state_cache.num_pages, -1)}, PARAM, {"state_cache", "num_pages"}},
+    {"num_tokens 2^40 + 1 (sizes past int64)", {SET(args.num_tokens, ((int64_t)1 << 40) + 1)}, PARAM, {"num_tokens", "2^40"}},
+    {"pages x page_stride overflows int64", {SET(args.state_cache.page_stride, (int64_t)1 << 62)}, PARAM, {"state_cache", "2^56"}},
+    {"pages x page_stride past 2^56", {SET(args.state_cache.page_stride, (int64_t)1 << 55), SET(args.state_cache.num_pages, 3)}, PARAM, {"state_cache", "2^56"}},
     {"page_rows 0", {SET(args.state_cache.page_rows, 0)}, PARAM, {"state_cache", "page_rows"}},
     {"page_rows -2", {SET(args.state_cache.page_rows, -2)}, PARAM, {"state_cache", "page_rows"}},
     {"page_rows 2^24 + 1, page_bytes unchanged", {SET(args.state_cache.page_rows, (1 << 24) + 1)}, PARAM, {"state_cache", "page_rows"}},
@@ -530,6 +533,10 @@ static const mutation compress_rows[] = {
     {"head_dim 64", {SET(args.head_dim, 64)}, PARAM, {"head_dim"}},
     {"num_tokens -1", {SET(args.num_tokens, -1)}, PARAM, {"num_tokens"}},
     {"eps -0.001", {SETF(args.eps, -1e-3f)}, PARAM, {"eps"}},
+    {"block_table entries past 2^40", {SET(args.num_requests, (int64_t)1 << 40)}, PARAM, {"block_table", "2^40"}},
+    {"block_table shape overflows int64", {SET(args.num_requests, (int64_t)1 << 40), SET(args.max_blocks, (int64_t)1 << 40)}, PARAM,
+     {"block_table", "2^40"}},
+    {"cos_sin rows 2^40 + 1", {SET(args.cos_sin_rows, ((int64_t)1 << 40) + 1)}, PARAM, {"cos_sin", "2^40"}},
     {"eps 1.5", {SETF(args.eps, 1.5f)}, PARAM, {"eps"}},
     {"eps NaN", {SETF(args.eps, NAN)}, PARAM, {"eps"}},
     {"eps +inf", {SETF(args.eps, INFINITY)}, PARAM, {"eps"}},
@@ -604,6 +611,8 @@ Test(validate_api, compress_rejections) { RUN(compress_stage, compress_rows); }
 #define FIXTURE norm_fixture
 static const mutation norm_rows[] = {
     {"compress_ratio 4", {SET(args.compress_ratio, 4)}, PARAM, {"compress_ratio"}},
+    {"num_tokens 2^40 + 1", {SET(args.num_tokens, ((int64_t)1 << 40) + 1)}, PARAM, {"num_tokens", "2^40"}},
+    {"num_requests 2^40 + 1", {SET(args.num_requests, ((int64_t)1 << 40) + 1)}, PARAM, {"num_requests", "2^40"}},
     {"compress_ratio 0", {SET(args.compress_ratio, 0)}, PARAM, {"compress_ratio"}},
     {"num_tokens -1", {SET(args.num_tokens, -1)}, PARAM, {"num_tokens"}},
     {"eps NaN", {SETF(args.eps, NAN)}, PARAM, {"eps"}},
@@ -687,6 +696,8 @@ Test(validate_api, save_compress_norm_rejections) { RUN(norm_stage, norm_rows); 
 /* Rules every insert shares, run on each of the three caches. */
 static const mutation insert_rows[] = {
     {"compress_ratio 3", {SET(args.compress_ratio, 3)}, PARAM, {"compress_ratio"}},
+    {"num_tokens 2^40 + 1", {SET(args.num_tokens, ((int64_t)1 << 40) + 1)}, PARAM, {"num_tokens", "2^40"}},
+    {"cos_sin rows 2^40 + 1", {SET(args.cos_sin_rows, ((int64_t)1 << 40) + 1)}, PARAM, {"cos_sin", "2^40"}},
     {"compress_ratio 4 (a V4 ratio)", {SET(args.compress_ratio, 4)}, PARAM, {"compress_ratio"}},
     {"num_tokens -1", {SET(args.num_tokens, -1)}, PARAM, {"num_tokens"}},
     {"cache_dtype fp8_indexer", {SET(args.cache_dtype, KVC_CACHE_FP8_INDEXER)}, PARAM, {"kv_cache", "cache_dtype"}},
