@@ -139,9 +139,25 @@ typedef struct {
     double seconds[BENCH_MAX_RUNS];
 } timed_impl;
 
+/* The bound's loops, measured alongside the runs: a pass of each after
+ * every round, so that the bound sees the machine in the same moments
+ * as the stages (on a shared host the load changes within seconds). */
+typedef struct {
+    const bench_stream_buffers *buffers;
+    int threads;
+    bench_bandwidth *bandwidth;   /* raised where a pass is faster */
+    double *exp_vectors_per_second;
+} bound_passes;
+
+static void bound_pass(const bound_passes *p) {
+    bench_stream_measure(p->buffers, p->threads, 1, 0, p->bandwidth);
+    double rate = bench_exp_vectors_per_second(p->threads, 1);
+    if (rate > *p->exp_vectors_per_second) *p->exp_vectors_per_second = rate;
+}
+
 /* One warm-up call each, then run r of every implementation before run
- * r + 1 of any. */
-static void time_interleaved(timed_impl *impls, int count, const scenario_data *s) {
+ * r + 1 of any, and a pass of the bound's loops after each round. */
+static void time_interleaved(timed_impl *impls, int count, const scenario_data *s, const bound_passes *bound) {
     kvc_error err;
     int most_runs = 0;
     for (int i = 0; i < count; i++) {
@@ -149,7 +165,7 @@ static void time_interleaved(timed_impl *impls, int count, const scenario_data *
         bench_scenario_run(impls[i].backend, s, &err);
         if (impls[i].runs > most_runs) most_runs = impls[i].runs;
     }
-    for (int r = 0; r < most_runs; r++)
+    for (int r = 0; r < most_runs; r++) {
         for (int i = 0; i < count; i++) {
             if (r >= impls[i].runs) continue;
             omp_set_num_threads(impls[i].threads);
@@ -157,6 +173,8 @@ static void time_interleaved(timed_impl *impls, int count, const scenario_data *
             bench_scenario_run(impls[i].backend, s, &err);
             impls[i].seconds[r] = now_seconds() - start;
         }
+        bound_pass(bound);
+    }
     for (int i = 0; i < count; i++) summarize(impls[i].seconds, impls[i].runs, impls[i].timing);
 }
 
@@ -216,27 +234,38 @@ static int run_from_initial(const kvc_backend *backend, int threads, const scena
 
 /* ---- One scenario ------------------------------------------------------------------ */
 
-static void measure_bounds(const bench_run *run, const scenario_data *s, bench_result *r) {
-    size_t read = (size_t)s->read_bytes, written = (size_t)s->written_bytes, copied = read < written ? read : written;
-    bench_bandwidth resident[BENCH_MAX_THREAD_COUNTS];
-    bench_measure_bandwidth(run->threads, run->num_threads, read, written, copied, RESIDENT_PASSES, run->huge_pages, resident);
+/* The scenario-sized loops, before the runs (more passes follow in
+ * time_interleaved), at every thread count. */
+static void start_bounds(const bench_run *run, const bench_stream_buffers *buffers, bench_result *r) {
+    for (int ti = 0; ti < run->num_threads; ti++) {
+        bench_bound *b = &r->bounds[ti];
+        b->threads = run->threads[ti];
+        bench_stream_measure(buffers, b->threads, RESIDENT_PASSES, 1, &b->resident);
+        b->exp_vectors_per_second = run->machine[ti].exp_vectors_per_second;
+    }
+}
+
+static double faster(double a, double b) { return a > b ? a : b; }
+
+/* Each bound from the best rates seen: the machine's, and the
+ * scenario-sized loops' before and between the runs. */
+static void finish_bounds(const bench_run *run, const scenario_data *s, bench_result *r) {
+    double copied = s->read_bytes < s->written_bytes ? s->read_bytes : s->written_bytes;
     for (int ti = 0; ti < run->num_threads; ti++) {
         bench_bound *b = &r->bounds[ti];
         const bench_machine *m = &run->machine[ti];
-        b->threads = run->threads[ti];
-        b->resident = resident[ti];
         /* The buffers of a scenario may stay in the caches between calls:
-         * whichever of the two measurements is faster bounds the stage. */
-        b->read_bps = b->resident.read > m->dram.read ? b->resident.read : m->dram.read;
-        b->write_bps = b->resident.write > m->dram.write ? b->resident.write : m->dram.write;
-        b->copy_bps = b->resident.copy > m->dram.copy ? b->resident.copy : m->dram.copy;
+         * whichever of the measurements is faster bounds the stage. */
+        b->read_bps = faster(b->resident.read, m->dram.read);
+        b->write_bps = faster(b->resident.write, m->dram.write);
+        b->copy_bps = faster(b->resident.copy, m->dram.copy);
         /* Reading R bytes takes R / read; writing W, W / write; and the
          * min(R, W) bytes that are both read and written at least a copy's time. */
         double read_s = s->read_bytes / b->read_bps, write_s = s->written_bytes / b->write_bps;
-        double copy_s = 2.0 * (double)copied / b->copy_bps;
+        double copy_s = 2.0 * copied / b->copy_bps;
         b->memory_seconds = read_s > write_s ? read_s : write_s;
         if (copy_s > b->memory_seconds) b->memory_seconds = copy_s;
-        b->compute_seconds = s->exps / 16.0 / m->exp_vectors_per_second;
+        b->compute_seconds = s->exps / 16.0 / b->exp_vectors_per_second;
     }
 }
 
@@ -258,6 +287,9 @@ static int bench_one(const bench_run *run, const bench_options *o, const kvc_bac
     int failed = reference_failed;
     save_outputs(&s, expected);
     if (!reference_failed) r->timings[BENCH_REFERENCE][0].verdict = OUTPUT_REFERENCE;
+    size_t read = (size_t)s.read_bytes, written = (size_t)s.written_bytes;
+    bench_stream_buffers buffers = bench_stream_buffers_new(read, written, read < written ? read : written, run->huge_pages);
+    start_bounds(run, &buffers, r);
     for (int ti = 0; ti < run->num_threads && !reference_failed; ti++) {
         timed_impl timed[BENCH_MAX_IMPLS];
         int count = 0;
@@ -271,11 +303,13 @@ static int bench_one(const bench_run *run, const bench_options *o, const kvc_bac
             failed |= t->verdict == OUTPUT_DIFFERS;
             timed[count++] = (timed_impl){impls[i], run->threads[ti], o->runs, t, {0}};
         }
-        time_interleaved(timed, count, &s);
+        bound_passes bound = {&buffers, run->threads[ti], &r->bounds[ti].resident, &r->bounds[ti].exp_vectors_per_second};
+        time_interleaved(timed, count, &s, &bound);
     }
+    bench_stream_buffers_free(&buffers);
     free(initial);
     free(expected);
-    measure_bounds(run, &s, r);
+    finish_bounds(run, &s, r);
     bench_scenario_free(&s);
     return failed;
 }

@@ -85,6 +85,17 @@ typedef struct {
  * threads[ti] threads into out[ti], best of `passes` after one warm-up. */
 void bench_measure_bandwidth(const int *threads, int num_threads, size_t read_bytes, size_t write_bytes, size_t copy_bytes, int passes,
                              int huge_pages, bench_bandwidth *out);
+/* Buffers for the loops over one scenario's byte counts, kept for the
+ * passes interleaved with its timed runs. */
+typedef struct {
+    uint8_t *source, *destination;
+    size_t read_bytes, write_bytes, copy_bytes;
+} bench_stream_buffers;
+bench_stream_buffers bench_stream_buffers_new(size_t read_bytes, size_t write_bytes, size_t copy_bytes, int huge_pages);
+void bench_stream_buffers_free(bench_stream_buffers *b);
+/* `passes` timed passes of every loop at `threads` (after a warm-up walk
+ * when warm_up); each rate in *best rises where this one is faster. */
+void bench_stream_measure(const bench_stream_buffers *b, int threads, int passes, int warm_up, bench_bandwidth *best);
 /* 16-lane exact exps per second at `threads` threads (the optimized
  * backend's cheapest exp, over L1-resident data), best of `passes`. */
 double bench_exp_vectors_per_second(int threads, int passes);
@@ -123,6 +134,7 @@ typedef struct {
     int threads;
     bench_bandwidth resident;     /* over the scenario's own byte counts */
     double read_bps, write_bps, copy_bps;   /* the better of resident and DRAM */
+    double exp_vectors_per_second;          /* the best of the machine's and the passes' */
     double memory_seconds, compute_seconds;
 } bench_bound;
 

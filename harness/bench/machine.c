@@ -69,7 +69,8 @@ typedef enum { LOOP_READ, LOOP_WRITE, LOOP_WRITE_NT, LOOP_COPY, LOOP_COPY_NT } s
  * thread only, and its other passes still count; the sum can only
  * overstate what the threads do together, which keeps the bound a bound.
  * Each pass repeats the walk until MIN_BYTES_PER_PASS are covered. */
-static double time_loop(stream_loop loop, int threads, uint8_t *source, uint8_t *destination, size_t bytes, int passes) {
+static double time_loop(stream_loop loop, int threads, uint8_t *source, uint8_t *destination, size_t bytes, int passes,
+                        int warm_up) {
     int repeats = bytes >= MIN_BYTES_PER_PASS ? 1 : (int)(MIN_BYTES_PER_PASS / bytes);
     double bytes_per_second = 0;
     uint64_t sum = 0;
@@ -79,7 +80,7 @@ static double time_loop(stream_loop loop, int threads, uint8_t *source, uint8_t 
         size_t first, length;
         thread_share(bytes, omp_get_thread_num(), omp_get_num_threads(), &first, &length);
         double best = 1e30;
-        for (int pass = 0; pass <= passes; pass++) {
+        for (int pass = warm_up ? 0 : 1; pass <= passes; pass++) {
 #pragma omp barrier
             double start = now_seconds();
             for (int r = 0; r < repeats && length > 0; r++) {
@@ -97,35 +98,54 @@ static double time_loop(stream_loop loop, int threads, uint8_t *source, uint8_t 
     return (double)bytes / bytes_per_second;
 }
 
-static bench_bandwidth measure_with(int threads, uint8_t *source, uint8_t *destination, size_t read_bytes, size_t write_bytes,
-                                    size_t copy_bytes, int passes) {
-    bench_bandwidth b = {0};
-    if (read_bytes) b.read = (double)read_bytes / time_loop(LOOP_READ, threads, source, destination, read_bytes, passes);
-    if (write_bytes) {
-        double ordinary = time_loop(LOOP_WRITE, threads, source, destination, write_bytes, passes);
-        double streaming = time_loop(LOOP_WRITE_NT, threads, source, destination, write_bytes, passes);
-        b.write_non_temporal = streaming < ordinary;
-        b.write = (double)write_bytes / (streaming < ordinary ? streaming : ordinary);
-    }
-    if (copy_bytes) {
-        double ordinary = time_loop(LOOP_COPY, threads, source, destination, copy_bytes, passes);
-        double streaming = time_loop(LOOP_COPY_NT, threads, source, destination, copy_bytes, passes);
-        b.copy_non_temporal = streaming < ordinary;
-        b.copy = 2.0 * (double)copy_bytes / (streaming < ordinary ? streaming : ordinary);
-    }
+bench_stream_buffers bench_stream_buffers_new(size_t read_bytes, size_t write_bytes, size_t copy_bytes, int huge_pages) {
+    bench_stream_buffers b = {NULL, NULL, read_bytes, write_bytes, copy_bytes};
+    size_t source_bytes = read_bytes > copy_bytes ? read_bytes : copy_bytes;
+    size_t destination_bytes = write_bytes > copy_bytes ? write_bytes : copy_bytes;
+    /* Zeroed, hence touched: no page faults inside the timed loops. */
+    b.source = bench_buffer_alloc(source_bytes, huge_pages);
+    b.destination = bench_buffer_alloc(destination_bytes, huge_pages);
     return b;
+}
+
+void bench_stream_buffers_free(bench_stream_buffers *b) {
+    free(b->source);
+    free(b->destination);
+    b->source = b->destination = NULL;
+}
+
+/* The faster of two store kinds: bytes per second, and whether streaming won. */
+static void keep_faster_stores(double bytes_per_pass, double ordinary, double streaming, double *best, int *streaming_won) {
+    double rate = bytes_per_pass / (streaming < ordinary ? streaming : ordinary);
+    if (rate <= *best) return;
+    *best = rate;
+    *streaming_won = streaming < ordinary;
+}
+
+void bench_stream_measure(const bench_stream_buffers *b, int threads, int passes, int warm_up, bench_bandwidth *best) {
+    uint8_t *source = b->source, *destination = b->destination;
+    if (b->read_bytes) {
+        double rate = (double)b->read_bytes / time_loop(LOOP_READ, threads, source, destination, b->read_bytes, passes, warm_up);
+        if (rate > best->read) best->read = rate;
+    }
+    if (b->write_bytes)
+        keep_faster_stores((double)b->write_bytes, time_loop(LOOP_WRITE, threads, source, destination, b->write_bytes, passes, warm_up),
+                           time_loop(LOOP_WRITE_NT, threads, source, destination, b->write_bytes, passes, warm_up), &best->write,
+                           &best->write_non_temporal);
+    if (b->copy_bytes)
+        keep_faster_stores(2.0 * (double)b->copy_bytes, time_loop(LOOP_COPY, threads, source, destination, b->copy_bytes, passes, warm_up),
+                           time_loop(LOOP_COPY_NT, threads, source, destination, b->copy_bytes, passes, warm_up), &best->copy,
+                           &best->copy_non_temporal);
 }
 
 void bench_measure_bandwidth(const int *threads, int num_threads, size_t read_bytes, size_t write_bytes, size_t copy_bytes, int passes,
                              int huge_pages, bench_bandwidth *out) {
-    size_t source_bytes = read_bytes > copy_bytes ? read_bytes : copy_bytes;
-    size_t destination_bytes = write_bytes > copy_bytes ? write_bytes : copy_bytes;
-    /* Zeroed, hence touched: no page faults inside the timed loops. */
-    uint8_t *source = bench_buffer_alloc(source_bytes, huge_pages), *destination = bench_buffer_alloc(destination_bytes, huge_pages);
-    for (int ti = 0; ti < num_threads; ti++)
-        out[ti] = measure_with(threads[ti], source, destination, read_bytes, write_bytes, copy_bytes, passes);
-    free(source);
-    free(destination);
+    bench_stream_buffers b = bench_stream_buffers_new(read_bytes, write_bytes, copy_bytes, huge_pages);
+    for (int ti = 0; ti < num_threads; ti++) {
+        memset(&out[ti], 0, sizeof out[ti]);
+        bench_stream_measure(&b, threads[ti], passes, 1, &out[ti]);
+    }
+    bench_stream_buffers_free(&b);
 }
 
 /* Per thread, as for the bandwidth: each thread's best pass, the rates added. */

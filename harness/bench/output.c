@@ -109,8 +109,9 @@ static void print_times(const bench_run *run) {
 static void print_bounds(const bench_run *run) {
     printf("\nBounds per scenario.  memory: max(read / read bandwidth, written / write bandwidth, 2 x min(read, written)\n"
            "/ copy bandwidth), each bandwidth the better of the machine's (above) and the same loops over the scenario's\n"
-           "own byte counts (which may stay in the caches between calls, as the scenario's do).  compute: exps / 16 x\n"
-           "the exp time per 16 lanes above.  bound: the larger (binding) of the two; opt: its share of the min time.\n");
+           "own byte counts (which may stay in the caches between calls, as the scenario's do), measured before and\n"
+           "between the timed rounds.  compute: exps / 16 at the best exp rate (above, and between the rounds).\n"
+           "bound: the larger (binding) of the two; opt: its share of the min time.\n");
     printf("%-24s %3s %9s %10s %8s %10s %11s %9s %8s %6s\n", "scenario", "thr", "MB read", "MB written", "M exps", "memory ms",
            "compute ms", "bound ms", "binding", "opt");
     for (int i = 0; i < run->num_results; i++) {
@@ -235,6 +236,7 @@ static cJSON *json_scenario(const bench_run *run, const bench_result *r) {
         cJSON_AddNumberToObject(item, "bound_ms", ms(bench_bound_seconds(b)));
         cJSON_AddStringToObject(item, "binding", b->memory_seconds >= b->compute_seconds ? "memory" : "compute");
         cJSON_AddItemToObject(item, "scenario_sized_bandwidth", json_bandwidth(&b->resident));
+        cJSON_AddNumberToObject(item, "exp_vectors_per_s", b->exp_vectors_per_second);
         cJSON_AddItemToArray(bounds, item);
     }
     cJSON *results = cJSON_AddArrayToObject(o, "results");
