@@ -19,7 +19,7 @@ CC ?= gcc
 BUILD ?= build
 # The project's shared corpora (spec-cases, vllm-cases) live beside the repo.
 SHARED ?= $(abspath ../shared)
-DEBIAN_PACKAGES := gcc g++ make pkg-config libmpfr-dev libgmp-dev libcriterion-dev libcjson-dev gcovr clang python3 python3-numpy python3-pytest python3-torch
+DEBIAN_PACKAGES := gcc g++ make pkg-config libmpfr-dev libgmp-dev libcriterion-dev libcjson-dev gcovr clang python3 python3-numpy python3-pytest python3-torch python3-yaml
 STD_FLAGS := -std=c17 -D_GNU_SOURCE -g -Wall -Wextra -fno-fast-math -ffp-contract=off -fopenmp
 OPT_FLAGS ?= -O2
 AVX512_FLAGS := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma

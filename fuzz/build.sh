@@ -14,6 +14,7 @@ OUT=${OUT:-$SRC/build/libfuzzer}
 WORK=${WORK:-$OUT/obj}
 SERIAL=${KVCMP_FUZZ_SERIAL:-$([ "${SANITIZER:-}" = memory ] && echo 1 || echo 0)}
 mkdir -p "$OUT" "$WORK"
+OUT=$(cd "$OUT" && pwd)   # the seed corpus is zipped from inside fixtures/corpus
 # The contract needs IEEE arithmetic: no contraction, no fast-math.
 COMMON="-std=c17 -D_GNU_SOURCE -ffp-contract=off -fno-fast-math"
 OPENMP=-fopenmp
