@@ -948,7 +948,7 @@ static void stop_for_signal(supervisor *s) {
 #define WATCH_INTERVAL_MS 50
 
 static void supervise_jobs(supervisor *s) {
-    double last_progress = 0;
+    double last_progress = 0, last_watch = 0;
     while (workers_alive(s)) {
         int n = poll(s->fds, (nfds_t)s->o->jobs, WATCH_INTERVAL_MS);
         if (kvc_interrupted()) { stop_for_signal(s); break; }
@@ -959,8 +959,13 @@ static void supervise_jobs(supervisor *s) {
             if (got == (ssize_t)sizeof m) on_message(s, j, &m);
             else reap_worker(s, j, NULL);
         }
-        for (int j = 0; j < s->o->jobs; j++)
-            if (s->jobs[j].pid) enforce_limits(s, j);
+        /* Clocks and memory at most every WATCH_INTERVAL_MS, not per message:
+         * thousands of cases a second would otherwise read /proc as often. */
+        if (now_seconds() - last_watch >= WATCH_INTERVAL_MS * 1e-3) {
+            last_watch = now_seconds();
+            for (int j = 0; j < s->o->jobs; j++)
+                if (s->jobs[j].pid) enforce_limits(s, j);
+        }
         if (now_seconds() - last_progress > 0.25) { show_progress(s->c, 0); last_progress = now_seconds(); }
     }
 }
