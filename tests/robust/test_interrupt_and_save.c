@@ -122,6 +122,11 @@ Test(saving, a_save_directory_under_a_file_is_an_error, .timeout = 60) {
  * a full disk would be ENOSPC); neither a half case nor a half summary
  * stays. */
 Test(saving, a_full_disk_leaves_nothing_half_written, .timeout = 60) {
+#ifdef KVC_COVERAGE
+    /* The limit would cut kvcmp's own .gcda files short as well and spoil
+     * the coverage data; the sanitized run of make test runs this test. */
+    cr_skip_test("the file-size limit would truncate the coverage counters");
+#endif
     char dir[64], save[512], json[512];
     support_temp_dir(dir, sizeof dir);
     snprintf(save, sizeof save, "%s/saved", dir);
