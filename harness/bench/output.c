@@ -107,8 +107,8 @@ static void print_times(const bench_run *run) {
 }
 
 static void print_bounds(const bench_run *run) {
-    printf("\nBounds per scenario.  memory: max(read / read bandwidth, written / write bandwidth, 2 x min(read, written)\n"
-           "/ copy bandwidth), each bandwidth the better of the machine's (above) and the same loops over the scenario's\n"
+    printf("\nBounds per scenario.  memory: max(read / read bandwidth, written / write bandwidth) (reads and writes\n"
+           "overlapping completely), each bandwidth the best of the machine's (above) and the same loops over the scenario's\n"
            "own byte counts (which may stay in the caches between calls, as the scenario's do), measured before and\n"
            "between the timed rounds.  compute: exps / 16 at the best exp rate (above, and between the rounds).\n"
            "bound: the larger (binding) of the two; opt: its share of the min time.\n");
