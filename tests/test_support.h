@@ -68,6 +68,15 @@ static inline void support_free_run(captured_run *run) {
     free(run->err);
 }
 
+/* ---- the conformance corpora -------------------------------------------- */
+
+/* fixtures/spec-cases, fixtures/vllm-cases and fixtures/upstream-fuzz,
+ * carried in the checkout (fixtures/README.md); the tests run from the
+ * repository root and need nothing beside it. */
+static inline void support_corpus_path(const char *relative, char *out, size_t size) {
+    snprintf(out, size, "fixtures/%s", relative);
+}
+
 /* ---- temporary directories ---------------------------------------------- */
 
 static inline void support_temp_dir(char *out, size_t size) {

@@ -15,6 +15,7 @@
 #include "kvcmp/backends.h"
 #include "harness/options/options.h"
 #include "harness/fuzz/run.h"
+#include "harness/replay/known.h"
 #include "kvcmp/generate.h"
 #include "harness/compare/causes.h"
 #include "harness/report/junit.h"
@@ -166,42 +167,65 @@ static const char *policy_name(kvc_policy policy) { return policy == KVC_POLICY_
 /* The causes of a failing case's differences (harness/compare/causes.c).
  * The contract's side is the reference's run when replaying with it (the
  * case's outputs are then an upstream's), else the case's own outputs. */
-static void difference_causes(const kvc_case *c, const kvc_replay_options *options, const kvc_run_result *result, char *out,
-                              size_t size) {
-    int64_t counts[KVC_CAUSE_COUNT];
+static void difference_counts(const kvc_case *c, const kvc_replay_options *options, const kvc_run_result *result,
+                              int64_t counts[KVC_CAUSE_COUNT]) {
     kvc_run_result expected;
     if (options->backend == &kvc_reference_backend) kvc_cause_counts(c, result, NULL, counts);
     else {
         kvc_case_expected_view(c, result, &expected);
         kvc_cause_counts(c, &expected, result, counts);
     }
-    kvc_cause_summary(counts, out, size);
 }
 
-/* Runs a loaded case and judges it: 0 pass, 1 fail, with why in detail. */
-static int judge_case(const kvc_case *c, const kvc_replay_options *options, char *detail, size_t size, kvc_compare_report *report) {
+/* A failed comparison that the case's corpus documents (classes.json,
+ * harness/replay/known.h): 1, with the class and the causes found in
+ * detail, when every cause in the bytes is one the class names. */
+static int known_difference(const char *dir, const kvc_case *c, const kvc_replay_options *options, const kvc_run_result *result,
+                            const char *summary, char *detail, size_t size) {
+    char label[256];
+    unsigned known = kvc_known_causes(dir, label, sizeof label);
+    if (!known) return 0;
+    int64_t counts[KVC_CAUSE_COUNT];
+    difference_counts(c, options, result, counts);
+    if (!kvc_differences_known(counts, known, options->policy == KVC_POLICY_VLLM)) return 0;
+    char causes[300];
+    kvc_cause_summary(counts, causes, sizeof causes);
+    snprintf(detail, size, "expected upstream difference (classes.json: %s): %s; %s", label, causes, summary);
+    return 1;
+}
+
+/* Runs a loaded case and judges it: the verdict, with why in detail. */
+static int judge_case(const char *dir, const kvc_case *c, const kvc_replay_options *options, char *detail, size_t size,
+                      kvc_compare_report *report) {
     kvc_run_options run = {.page_padding = options->page_padding, .canary = 0xA5, .keep_outputs_on_error = 1};
     kvc_run_result result;
-    int rc = kvc_run_case(options->backend, c, &run, &result), failed = 1;
+    int rc = kvc_run_case(options->backend, c, &run, &result), verdict = 1;
     if (!case_has_expected_outputs(c)) {
         /* A case with no NAME.out tensors records an input every
          * implementation must reject without writing (SPEC.md 8). */
-        failed = expected_rejection(c, &result, detail, size);
+        verdict = expected_rejection(c, &result, detail, size);
     } else if (rc) {
         snprintf(detail, size, "stage returned %s: %s", kvc_status_name(rc), result.error.message);
     } else if (result.padding_touched) {
         snprintf(detail, size, "%s", result.padding_message);
     } else {
         kvc_compare_outputs(c, &result, options->policy, report);
-        failed = kvc_report_failed(report);
+        verdict = kvc_report_failed(report);
         char summary[700], causes[300] = "";
         kvc_report_summary(report, summary, sizeof summary);
-        if (failed) difference_causes(c, options, &result, causes, sizeof causes);
-        if (failed) snprintf(detail, size, "%s; first: %s%s%s", summary, report->has_first ? report->first : "-", causes[0] ? "; causes: " : "", causes);
-        else snprintf(detail, size, "%s", summary[0] ? summary : "bit-exact");
+        if (verdict && known_difference(dir, c, options, &result, summary, detail, size)) verdict = KVC_REPLAY_KNOWN;
+        else if (verdict) {
+            int64_t counts[KVC_CAUSE_COUNT];
+            difference_counts(c, options, &result, counts);
+            kvc_cause_summary(counts, causes, sizeof causes);
+            snprintf(detail, size, "%s; first: %s%s%s", summary, report->has_first ? report->first : "-", causes[0] ? "; causes: " : "",
+                     causes);
+        } else {
+            snprintf(detail, size, "%s", summary[0] ? summary : "bit-exact");
+        }
     }
     kvc_run_result_free(&result);
-    return failed;
+    return verdict;
 }
 
 /* Whether the case is one of the fuzzer's variants in mask: the same
@@ -244,7 +268,7 @@ static int replay_loaded_case(const char *dir, const kvc_replay_options *options
         snprintf(detail, size, "%s offers no %s", options->impl_name, kvc_stage_name(c.stage));
         verdict = KVC_REPLAY_SKIP;
     } else {
-        verdict = judge_case(&c, options, detail, size, report);
+        verdict = judge_case(dir, &c, options, detail, size, report);
     }
     kvc_case_free(&c);
     return verdict;
@@ -262,7 +286,8 @@ static void junit_case(struct kvc_junit *junit, int verdict, const char *source,
                        const char *repro) {
     char classname[96];
     snprintf(classname, sizeof classname, "replay.%s", source);
-    if (verdict == KVC_REPLAY_PASS) { kvc_junit_pass(junit, classname, dir, seconds); return; }
+    /* A documented upstream difference is not a failure of the contract. */
+    if (verdict == KVC_REPLAY_PASS || verdict == KVC_REPLAY_KNOWN) { kvc_junit_pass(junit, classname, dir, seconds); return; }
     if (verdict == KVC_REPLAY_SKIP) { kvc_junit_skip(junit, classname, dir, detail); return; }
     char text[4000];
     snprintf(text, sizeof text, "%s\n  __REPRO: %s\n", detail, repro);
@@ -274,6 +299,7 @@ static void count_verdict(kvc_replay_totals *totals, const char *label, int verd
     kvc_source_tally *tally = tally_for(totals, label);
     if (verdict == KVC_REPLAY_FAIL) { totals->failed++; tally->failed++; }
     else if (verdict == KVC_REPLAY_SKIP) { totals->skipped++; tally->skipped++; }
+    else if (verdict == KVC_REPLAY_KNOWN) { totals->known++; tally->known++; }
     else { totals->passed++; tally->passed++; }
 }
 
@@ -307,8 +333,8 @@ static int replay_case_outcome(const char *dir, const kvc_replay_options *option
     replay_repro(options, dir, repro, sizeof repro);
     if (options->junit) junit_case(options->junit, verdict, label, dir, now_seconds() - started, detail, repro);
     if (options->silent) return verdict;
-    static const char *const words[] = {"PASS", "FAIL", "SKIP"};
-    if (failed || !options->quiet) printf("%s [%s] %s: %s\n", words[verdict], label, dir, detail);
+    static const char *const words[] = {"PASS", "FAIL", "SKIP", "", "KNOWN"};
+    if (failed || verdict == KVC_REPLAY_KNOWN || !options->quiet) printf("%s [%s] %s: %s\n", words[verdict], label, dir, detail);
     if (failed) printf("  __REPRO: %s\n", repro);
     fflush(stdout);
     return verdict;
@@ -466,6 +492,14 @@ int kvc_cmd_replay(int argc, char **argv) {
     return replay_paths(paths, num_paths, &options);
 }
 
+/* "N passed, M failed, K skipped", and the known differences when there are any. */
+static void print_counts(const char *prefix, const char *source, int passed, int failed, int skipped, int known) {
+    if (source) printf("%s%-24s ", prefix, source);
+    printf("%d passed, %d failed, %d skipped", passed, failed, skipped);
+    if (known) printf(", %d expected upstream difference%s", known, known == 1 ? "" : "s");
+    printf("\n");
+}
+
 /* Replays every case under the paths; 0 when all passed, else 1 (2 when
  * the backend cannot be loaded). */
 static int replay_paths(char **paths, int num_paths, kvc_replay_options *options_in) {
@@ -498,9 +532,9 @@ static int replay_paths(char **paths, int num_paths, kvc_replay_options *options
     }
     if (totals.num_sources > 1)
         for (int i = 0; i < totals.num_sources; i++)
-            printf("source %-24s %d passed, %d failed, %d skipped\n", totals.sources[i].source, totals.sources[i].passed,
-                   totals.sources[i].failed, totals.sources[i].skipped);
-    printf("%d passed, %d failed, %d skipped\n", totals.passed, totals.failed, totals.skipped);
+            print_counts("source ", totals.sources[i].source, totals.sources[i].passed, totals.sources[i].failed,
+                         totals.sources[i].skipped, totals.sources[i].known);
+    print_counts("", NULL, totals.passed, totals.failed, totals.skipped, totals.known);
     int junit_failed = options.junit && write_junit(&options, paths, num_paths);
     return totals.failed ? 1 : junit_failed ? 2 : 0;
 }

@@ -23,11 +23,11 @@ typedef struct {
 #define KVC_REPLAY_MAX_SOURCES 32
 typedef struct {
     char source[64];
-    int passed, failed, skipped;
+    int passed, failed, skipped, known;
 } kvc_source_tally;
 
 typedef struct {
-    int passed, failed, skipped;
+    int passed, failed, skipped, known;   /* known: expected upstream differences (harness/replay/known.h) */
     int selected;                 /* cases that --stage selected (all, without it) */
     int num_sources;
     kvc_source_tally sources[KVC_REPLAY_MAX_SOURCES];
@@ -39,11 +39,12 @@ int kvc_find_cases(const char *path, char ***dirs);
 void kvc_free_case_list(char **dirs, int count);
 
 /* What kvc_replay_case made of a case. */
-enum { KVC_REPLAY_PASS = 0, KVC_REPLAY_FAIL = 1, KVC_REPLAY_SKIP = 2, KVC_REPLAY_UNSELECTED = 3 };
+enum { KVC_REPLAY_PASS = 0, KVC_REPLAY_FAIL = 1, KVC_REPLAY_SKIP = 2, KVC_REPLAY_UNSELECTED = 3, KVC_REPLAY_KNOWN = 4 };
 
 /* Replay one case: KVC_REPLAY_PASS, _FAIL, _SKIP (the backend does not
- * offer its stage) or _UNSELECTED (not a variant of variant_mask; not
- * counted).  Prints one line (and __REPRO on fail). */
+ * offer its stage), _KNOWN (a difference the case's corpus documents,
+ * harness/replay/known.h; not a failure) or _UNSELECTED (not a variant of
+ * variant_mask; not counted).  Prints one line (and __REPRO on fail). */
 int kvc_replay_case(const char *dir, const kvc_replay_options *options, kvc_replay_totals *totals,
                     kvc_compare_report *report_out);
 /* The source label of a case: the first word of case.json "source". */

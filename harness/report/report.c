@@ -34,7 +34,7 @@ static void usage(FILE *out) {
             "             --impl: a candidate's stored values against exact math instead\n"
             "             (its intermediates are not visible; stages it lacks are left out).\n"
             "  parity:    upstream cases (a case directory or a tree) against the reference;\n"
-            "             default $KVCMP_SHARED/vllm-cases, else ../shared/vllm-cases.\n"
+            "             default fixtures/vllm-cases (run from the repository root).\n"
             "  Writes DIR/precision.{md,html,json} and DIR/parity.{md,html,json} (DIR default: reports).\n",
             DEFAULT_CASES_PER_FAMILY);
 }
@@ -71,15 +71,10 @@ static int run_precision(const report_options *o) {
 static int run_parity(const report_options *o) {
     kvc_parity_report report;
     memset(&report, 0, sizeof report);
-    char default_path[512];
     const char *paths[MAX_PATHS];
     int n = o->num_paths;
     memcpy(paths, o->paths, sizeof paths);
-    if (n == 0) {
-        const char *shared = getenv("KVCMP_SHARED");
-        snprintf(default_path, sizeof default_path, "%s/vllm-cases", shared && shared[0] ? shared : "../shared");
-        paths[n++] = default_path;
-    }
+    if (n == 0) paths[n++] = "fixtures/vllm-cases";   /* the project's copy (fixtures/README.md) */
     int rc = 0;
     for (int i = 0; i < n; i++) rc |= kvc_parity_add_path(&report, paths[i]) != 0;
     if (rc == 0) rc = kvc_render_parity(&report, o->out_dir);

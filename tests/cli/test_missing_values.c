@@ -76,24 +76,23 @@ Test(cli_report, option_without_its_value_and_short_help) {
     char *help[] = {"-h"};
     captured_run run = support_capture(kvc_cmd_report, ARGC(help), help);
     cr_expect_eq(run.status, 0);
-    expect_contains(run.out, "default $KVCMP_SHARED/vllm-cases, else ../shared/vllm-cases", "stdout");
+    expect_contains(run.out, "default fixtures/vllm-cases (run from the repository root)", "stdout");
     support_free_run(&run);
 }
 
-/* Parity without a path and without KVCMP_SHARED reads ../shared/vllm-cases;
- * where there is none, it says so and fails, writing no report. */
+/* Parity without a path reads fixtures/vllm-cases; where there is none,
+ * it says so and fails, writing no report. */
 Test(cli_report, parity_default_path_missing, .timeout = 60) {
     char root[64], here[128], out[128];
     support_temp_dir(root, sizeof root);
     snprintf(here, sizeof here, "%s/repo", root);
     cr_assert_eq(mkdir(here, 0777), 0);
     cr_assert_eq(chdir(here), 0);   /* this test's own process */
-    unsetenv("KVCMP_SHARED");
     snprintf(out, sizeof out, "%s/out", root);
     char *argv[] = {"parity", "--seed", "5", "--out", out};
     captured_run run = support_capture(kvc_cmd_report, ARGC(argv), argv);
     cr_expect_eq(run.status, 1);
-    expect_contains(run.err, "kvcmp report parity: no case directory (with case.json) under ../shared/vllm-cases", "stderr");
+    expect_contains(run.err, "kvcmp report parity: no case directory (with case.json) under fixtures/vllm-cases", "stderr");
     char path[192];
     snprintf(path, sizeof path, "%s/parity.json", out);
     cr_expect_not(support_file_exists(path), "%s written although no case was read", path);

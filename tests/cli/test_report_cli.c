@@ -56,12 +56,12 @@ Test(cli_report, parity_over_a_small_tree, .timeout = 60) {
     support_remove_tree(root);
 }
 
-/* Without a path, parity reads $KVCMP_SHARED/vllm-cases. */
-Test(cli_report, parity_defaults_to_the_shared_corpus, .timeout = 60) {
+/* Without a path, parity reads fixtures/vllm-cases. */
+Test(cli_report, parity_defaults_to_the_project_corpus, .timeout = 60) {
     char root[64], dir[256], out[128];
     support_temp_dir(root, sizeof root);
-    save_case(root, "vllm-cases/vllm-eager-torch-cpu/one", "v41.rope_plain_insert/fp8", "vllm-eager-torch-cpu", 8, dir, sizeof dir);
-    setenv("KVCMP_SHARED", root, 1);
+    save_case(root, "fixtures/vllm-cases/vllm-eager-torch-cpu/one", "v41.rope_plain_insert/fp8", "vllm-eager-torch-cpu", 8, dir, sizeof dir);
+    cr_assert_eq(chdir(root), 0);   /* this test's own process */
     snprintf(out, sizeof out, "%s/out", root);
     char *argv[] = {"parity", "--out", out};
     captured_run run = support_capture(kvc_cmd_report, ARGC(argv), argv);

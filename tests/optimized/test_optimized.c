@@ -2,7 +2,8 @@
  * exp against kvc_expf_cr, the vector conversions against the scalar
  * ones, a differential run of every stage on random inputs (NaN, Inf,
  * subnormals, huge scores, odd page strides, 1 and 2 threads, every byte
- * of every buffer compared), and replay of ../shared/spec-cases. */
+ * of every buffer compared), and replay of fixtures/spec-cases. */
+#include "tests/test_support.h"
 #include <criterion/criterion.h>
 #include <math.h>
 #include <omp.h>
@@ -648,9 +649,8 @@ Test(optimized, rejects_like_the_reference) {
 /* ---- Replay of the shared spec cases through "opt" ------------------------ */
 
 static void replay_spec_cases(int64_t page_padding) {
-    const char *shared = getenv("KVCMP_SHARED");
     char path[1024];
-    snprintf(path, sizeof path, "%s/spec-cases", shared ? shared : "../shared");
+    support_corpus_path("spec-cases", path, sizeof path);
     char **dirs = NULL;
     int count = kvc_find_cases(path, &dirs);
     cr_assert_gt(count, 0, "no cases under %s", path);

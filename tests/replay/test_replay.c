@@ -4,6 +4,7 @@
  * documented: D = 512 cases with small norm weights, in scale bytes and
  * the codes of those blocks.  Those are listed, never counted as test
  * failures, and never tuned to. */
+#include "tests/test_support.h"
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,8 +13,7 @@
 #include "harness/replay/replay.h"
 
 static void shared_path(const char *relative, char *out, size_t size) {
-    const char *shared = getenv("KVCMP_SHARED");
-    snprintf(out, size, "%s/%s", shared ? shared : "../shared", relative);
+    support_corpus_path(relative, out, size);
 }
 
 typedef struct {
@@ -27,7 +27,7 @@ static tally replay_tree(const char *relative, kvc_policy policy, int64_t paddin
     shared_path(relative, root, sizeof root);
     char **dirs;
     int n = kvc_find_cases(root, &dirs);
-    cr_assert(n > 0, "no cases under %s (set KVCMP_SHARED to the shared/ folder)", root);
+    cr_assert(n > 0, "no cases under %s (fixtures/README.md says what belongs there)", root);
     kvc_replay_options options = {.backend = &kvc_reference_backend, .impl_name = "ref", .policy = policy,
                                   .page_padding = padding, .quiet = 1, .silent = silent};
     kvc_replay_totals totals;
@@ -35,7 +35,8 @@ static tally replay_tree(const char *relative, kvc_policy policy, int64_t paddin
     tally result = {n, 0};
     for (int i = 0; i < n; i++) {
         kvc_compare_report report;
-        int failed = kvc_replay_case(dirs[i], &options, &totals, &report);
+        /* A documented upstream difference (KVC_REPLAY_KNOWN) differs too. */
+        int failed = kvc_replay_case(dirs[i], &options, &totals, &report) != KVC_REPLAY_PASS;
         result.failed += failed;
         if (check) check(dirs[i], &report, failed);
     }

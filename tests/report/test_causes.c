@@ -14,11 +14,9 @@
 #include "kvcmp/run.h"
 #include "tests/test_support.h"
 
-/* fixtures/upstream-fuzz in the checkout, else the shared corpora. */
+/* fixtures/upstream-fuzz in the checkout. */
 static int upstream_fuzz_dir(char *out, size_t size) {
-    if (access("fixtures/upstream-fuzz", F_OK) == 0) { snprintf(out, size, "fixtures/upstream-fuzz"); return 1; }
-    const char *shared = getenv("KVCMP_SHARED");
-    snprintf(out, size, "%s/upstream-fuzz", shared && shared[0] ? shared : "../shared");
+    support_corpus_path("upstream-fuzz", out, size);
     return access(out, F_OK) == 0;
 }
 

