@@ -17,8 +17,10 @@
 SHELL := bash
 CC ?= gcc
 BUILD ?= build
-# The project's shared corpora (spec-cases, vllm-cases) live beside the repo.
-SHARED ?= $(abspath ../shared)
+# The conformance corpora are in fixtures/ (fixtures/README.md).  SHARED=DIR
+# names a folder of newer ones (spec-cases, vllm-cases, upstream-fuzz) that
+# make test replays in addition; none by default.
+SHARED ?=
 DEBIAN_PACKAGES := gcc g++ make pkg-config libmpfr-dev libgmp-dev libcriterion-dev libcjson-dev gcovr clang python3 python3-numpy python3-pytest python3-torch python3-yaml
 STD_FLAGS := -std=c17 -D_GNU_SOURCE -g -Wall -Wextra -fno-fast-math -ffp-contract=off -fopenmp
 OPT_FLAGS ?= -O2
@@ -69,7 +71,7 @@ endif
 # make libkvcmp.a and libkvcmp.so), sanitized test objects in $(BUILD)/asan.
 obj = $(patsubst %.c,$(BUILD)/$(1)/%.o,$(2))
 
-.PHONY: all deps test fuzz exhaustive bench clean check-shared lib install uninstall help
+.PHONY: all deps test fuzz exhaustive bench clean lib install uninstall help
 all: $(BUILD)/kvcmp lib
 
 deps:
@@ -139,18 +141,25 @@ $(BUILD)/test-plugins/%.so: tests/plugins/candidate.c $(PUBLIC_HEADERS)
 # Fragments in mk/*.mk add goals to TEST_EXTRA (run before the unit tests,
 # so that Criterion's summary is the closing line).
 TEST_EXTRA :=
+TEST_BUILD :=
 -include mk/*.mk
 
-test: deps check-shared
-	$(MAKE) --no-print-directory $(BUILD)/asan/unit-tests $(BUILD)/kvcmp $(TEST_PLUGINS)
-	$(if $(TEST_EXTRA),$(MAKE) --no-print-directory $(TEST_EXTRA))
-	ASAN_OPTIONS=detect_leaks=0 KVCMP_SHARED=$(SHARED) KVCMP_TEST_PLUGINS=$(BUILD)/test-plugins $(BUILD)/asan/unit-tests --jobs 2 $(CRITERION_XML_FLAG) \
-	  $(if $(CRITERION_XML),&& /usr/bin/python3 tools/junit_check.py --criterion $(CRITERION_XML))
+# make test runs its parts one after another through tools/run_tests.sh:
+# the build (in parallel: -j with the number of processors unless the
+# command line gave a -j), each goal of TEST_EXTRA, then the unit tests;
+# each part is timed, its output kept in build/test-logs/PART.log, and the
+# run ends with "make test: N passed, M failed in T s (per part)".
+# TEST_BUILD is what the build part makes; fragments add to it what their
+# goals need, so that it is built in parallel up front.
+TEST_BUILD += $(BUILD)/asan/unit-tests $(BUILD)/kvcmp $(TEST_PLUGINS)
+NPROC := $(shell nproc 2>/dev/null || echo 2)
+BUILD_JOBS = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(NPROC))
+UNIT_TESTS = ASAN_OPTIONS=detect_leaks=0 KVCMP_TEST_PLUGINS=$(BUILD)/test-plugins $(BUILD)/asan/unit-tests --jobs $(NPROC) \
+	$(CRITERION_XML_FLAG) $(if $(CRITERION_XML),&& /usr/bin/python3 tools/junit_check.py --criterion $(CRITERION_XML))
 
-check-shared:
-	@test -d $(SHARED)/spec-cases -a -d $(SHARED)/vllm-cases || { \
-	  echo "kvcmp: the shared corpora (spec-cases, vllm-cases) are not in $(SHARED)."; \
-	  echo "kvcmp: put shared/ beside the repository, or run: make test SHARED=/path/to/shared"; exit 1; }
+test: deps
+	@bash tools/run_tests.sh $(BUILD)/test-logs '$(MAKE) --no-print-directory $(BUILD_JOBS) $(TEST_BUILD)' \
+	  '$(MAKE) --no-print-directory' '$(TEST_EXTRA)' '$(UNIT_TESTS)'
 
 exhaustive: deps $(BUILD)/kvcmp-exhaustive
 	$(BUILD)/kvcmp-exhaustive

@@ -83,3 +83,4 @@ fuzz-corpus-check: $(BUILD)/fuzz-corpus-replay
 	$(BUILD)/fuzz-corpus-replay fixtures/corpus
 
 TEST_EXTRA += fuzz-check wrap-check mutants-check fuzz-corpus-check
+TEST_BUILD += $(MUTANT_LIBS) $(BUILD)/examples/wrap_reference.so $(BUILD)/fuzz-corpus-replay
