@@ -225,7 +225,23 @@ static int write_case_files(const char *dir, const kvc_case *c, char *error, siz
     return 0;
 }
 
+static int save_by_rename(const char *parent, const char *name, int names, const kvc_case *c, char *saved, size_t saved_size,
+                          char *error, size_t error_size);
+
+/* A new directory is written aside and renamed into place, so a full disk
+ * or a kill never leaves half a case under its name; into an existing
+ * directory the files are written in place, as the caller asked. */
 int kvc_case_save(const char *dir, const kvc_case *c, char *error, size_t error_size) {
+    struct stat st;
+    char parent[4096], saved[4200];
+    snprintf(parent, sizeof parent, "%s", dir);
+    for (size_t n = strlen(parent); n > 1 && parent[n - 1] == '/'; n--) parent[n - 1] = 0;
+    char *slash = strrchr(parent, '/');
+    if (stat(dir, &st) != 0 && errno == ENOENT && parent[0] && slash != parent) {
+        if (!slash) return save_by_rename(".", parent, 1, c, saved, sizeof saved, error, error_size);
+        *slash = 0;
+        return save_by_rename(parent, slash + 1, 1, c, saved, sizeof saved, error, error_size);
+    }
     if (make_dirs(dir)) { snprintf(error, error_size, "cannot create %s: %s", dir, strerror(errno)); return -1; }
     return write_case_files(dir, c, error, error_size);
 }
@@ -244,17 +260,18 @@ static void partial_name(const char *parent, const char *name, pid_t pid, char *
     snprintf(out, size, "%s/.%s.partial-%ld", parent, name, (long)pid);
 }
 
-int kvc_case_save_new(const char *parent, const char *name, const kvc_case *c, char *saved, size_t saved_size, char *error,
-                      size_t error_size) {
+/* Writes the case into a hidden partial directory and renames it to
+ * parent/name, or (up to `names` tries) name-2, name-3 ...; never over an
+ * existing directory (RENAME_NOREPLACE). */
+static int save_by_rename(const char *parent, const char *name, int names, const kvc_case *c, char *saved, size_t saved_size,
+                          char *error, size_t error_size) {
     if (make_dirs(parent)) { snprintf(error, error_size, "cannot create %s: %s", parent, strerror(errno)); return -1; }
     char partial[4096];
     partial_name(parent, name, getpid(), partial, sizeof partial);
     kvc_remove_tree(partial);   /* a leftover of an earlier process with this pid */
     if (mkdir(partial, 0777) != 0) { snprintf(error, error_size, "cannot create %s: %s", partial, strerror(errno)); return -1; }
     if (write_case_files(partial, c, error, error_size)) { kvc_remove_tree(partial); return -1; }
-    /* RENAME_NOREPLACE: an existing case (another campaign's, an earlier
-     * run's) is never replaced; the next free NAME-2, NAME-3 ... is taken. */
-    for (int attempt = 1; attempt < 10000; attempt++) {
+    for (int attempt = 1; attempt <= names; attempt++) {
         if (attempt == 1) snprintf(saved, saved_size, "%s/%s", parent, name);
         else snprintf(saved, saved_size, "%s/%s-%d", parent, name, attempt);
         if (renameat2(AT_FDCWD, partial, AT_FDCWD, saved, RENAME_NOREPLACE) == 0) return 0;
@@ -263,6 +280,13 @@ int kvc_case_save_new(const char *parent, const char *name, const kvc_case *c, c
     snprintf(error, error_size, "cannot rename %s to %s: %s", partial, saved, strerror(errno));
     kvc_remove_tree(partial);
     return -1;
+}
+
+/* An existing case (another campaign's, an earlier run's) is never
+ * replaced; the next free NAME-2, NAME-3 ... is taken. */
+int kvc_case_save_new(const char *parent, const char *name, const kvc_case *c, char *saved, size_t saved_size, char *error,
+                      size_t error_size) {
+    return save_by_rename(parent, name, 9999, c, saved, saved_size, error, error_size);
 }
 
 void kvc_case_remove_partial_saves(const char *parent, pid_t pid) {
