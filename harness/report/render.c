@@ -203,7 +203,8 @@ static void precision_summary_plot(FILE *f, const kvc_precision_report *r) {
             texts[i * OUTPUT_METRICS + k] = text[i * OUTPUT_METRICS + k];
         }
     }
-    kvc_svg_heatmap(f, "Stored values equal to the exactly rounded result", rows, n, cols, OUTPUT_METRICS, values, texts);
+    kvc_svg_heatmap(f, "Stored values equal to the exactly rounded result", "stage", rows, n, "stored value", cols, OUTPUT_METRICS, values,
+                    texts);
 }
 
 static void precision_html(FILE *f, const kvc_precision_report *r, const char *when) {
@@ -435,7 +436,8 @@ static void parity_heatmap(FILE *f, const kvc_parity_report *r) {
         else snprintf(text[k], sizeof text[k], "%.3f%% (%d/%d differ)", 100.0 * values[k], g->cases - g->cases_identical, g->cases);
         texts[k] = text[k];
     }
-    kvc_svg_heatmap(f, "Output bytes identical to the reference (cases that differ / cases)", stages, rows, sources, cols, values, texts);
+    kvc_svg_heatmap(f, "Output bytes identical to the reference (cases that differ / cases)", "stage", stages, rows,
+                    "upstream implementation (case.json source)", sources, cols, values, texts);
     free(values);
     free(text);
     free(texts);

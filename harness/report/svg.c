@@ -96,13 +96,20 @@ static const char *fraction_colour(double fraction) {
     return fraction >= 1.0 ? EXACT_COLOUR : fraction >= 0.99 ? "#e9c46a" : MAX_COLOUR;
 }
 
-void kvc_svg_heatmap(FILE *f, const char *title, const char *const *row_labels, int rows, const char *const *col_labels, int cols,
-                     const double *values, const char *const *texts) {
-    const double cell_w = 150, cell_h = 22, top = 48, label_w = label_width(row_labels, rows);
+void kvc_svg_heatmap(FILE *f, const char *title, const char *row_title, const char *const *row_labels, int rows, const char *col_title,
+                     const char *const *col_labels, int cols, const double *values, const char *const *texts) {
+    const double cell_w = 150, cell_h = 22, top = 62, label_w = label_width(row_labels, rows) + 16;
     double width = label_w + cols * cell_w + 8, height = top + rows * cell_h + 8;
     fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" role=\"img\">\n", width,
             height, width, height);
     title_text(f, 4, 16, title);
+    /* Axis titles: the columns' above their labels, the rows' along the left edge. */
+    fprintf(f, "<text x=\"%.1f\" y=\"34\" font-size=\"10\" text-anchor=\"middle\" fill=\"#555\" %s>", label_w + cols * cell_w / 2, FONT);
+    kvc_html_text(f, col_title);
+    fprintf(f, "</text>\n<text transform=\"translate(11,%.1f) rotate(-90)\" font-size=\"10\" text-anchor=\"middle\" fill=\"#555\" %s>",
+            top + rows * cell_h / 2, FONT);
+    kvc_html_text(f, row_title);
+    fputs("</text>\n", f);
     for (int c = 0; c < cols; c++) {
         fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" font-weight=\"600\" text-anchor=\"middle\" %s>", label_w + (c + 0.5) * cell_w,
                 top - 8, FONT);

@@ -21,11 +21,11 @@ typedef struct {
 } kvc_svg_series;
 void kvc_svg_error_vs_magnitude(FILE *f, const char *title, const char *unit, const kvc_svg_series *series);
 
-/* A grid of fractions: rows x cols cells, values[r * cols + c] in [0, 1]
+/* A grid of fractions, with the rows' and the columns' axis titles: rows x cols cells, values[r * cols + c] in [0, 1]
  * or < 0 for an empty cell; texts (same layout, may be NULL) are printed
  * in the cells, values colour them. */
-void kvc_svg_heatmap(FILE *f, const char *title, const char *const *row_labels, int rows, const char *const *col_labels, int cols,
-                     const double *values, const char *const *texts);
+void kvc_svg_heatmap(FILE *f, const char *title, const char *row_title, const char *const *row_labels, int rows, const char *col_title,
+                     const char *const *col_labels, int cols, const double *values, const char *const *texts);
 
 /* HTML-escaped text. */
 void kvc_html_text(FILE *f, const char *text);
