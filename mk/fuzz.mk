@@ -49,9 +49,25 @@ $(BUILD)/mutants/%.so: harness/mutants/%.sed harness/mutants/entry.c $(PUBLIC_HE
 	  $(BUILD)/mutants/$*/common/*.c $(BUILD)/mutants/$*/reference/*.c \
 	  harness/mutants/entry.c -o $@ $(PLUGIN_LIBS)
 
+# An optimized-backend mutant (harness/mutants/opt_*.sed): the same with
+# optimized/ copied and patched, compiled with the AVX-512 flags, behind
+# harness/mutants/entry_opt.c, which serves the optimized stage table.
+OPTIMIZED_HEADERS := $(wildcard optimized/*.h)
+$(BUILD)/mutants/opt_%.so: harness/mutants/opt_%.sed harness/mutants/entry_opt.c $(PUBLIC_HEADERS) $(COMMON_SRC) $(OPTIMIZED_SRC) \
+    $(OPTIMIZED_HEADERS)
+	@rm -rf $(BUILD)/mutants/opt_$* && mkdir -p $(BUILD)/mutants/opt_$*
+	@cp -r common optimized include $(BUILD)/mutants/opt_$*/
+	@file=$$(sed -n 's/^# file: //p' $<); \
+	 sed -f $< $$file > $(BUILD)/mutants/opt_$*/$$file; \
+	 if cmp -s $$file $(BUILD)/mutants/opt_$*/$$file; then \
+	   echo "mutant opt_$*: $< no longer changes $$file; update the patch to the current source" >&2; exit 1; fi
+	$(Q)$(call say,CC,$@)$(CC) $(PLUGIN_FLAGS) $(AVX512_FLAGS) -DKVC_MUTANT_NAME='"opt_$*"' -I$(BUILD)/mutants/opt_$*/include \
+	  -I$(BUILD)/mutants/opt_$* $(BUILD)/mutants/opt_$*/common/*.c $(BUILD)/mutants/opt_$*/optimized/*.c \
+	  harness/mutants/entry_opt.c -o $@ $(PLUGIN_LIBS)
+
 mutants: $(MUTANT_LIBS)
 
-mutants-check: $(MUTANT_LIBS) $(BUILD)/kvcmp
+mutants-check: $(MUTANT_LIBS) $(BUILD)/mutants/multi/multi_bug.so $(BUILD)/kvcmp
 	@bash harness/mutants/check.sh $(BUILD)/kvcmp $(BUILD)/mutants $(MUTANT_SEED) $(MUTANT_SECONDS) $(JUNIT_DIR)/mutants.xml
 
 # The vLLM-style wrapper example, linked against libkvcmp.a (a plug-in
@@ -83,4 +99,24 @@ fuzz-corpus-check: $(BUILD)/fuzz-corpus-replay
 	$(BUILD)/fuzz-corpus-replay fixtures/corpus
 
 TEST_EXTRA += fuzz-check wrap-check mutants-check fuzz-corpus-check
-TEST_BUILD += $(MUTANT_LIBS) $(BUILD)/examples/wrap_reference.so $(BUILD)/fuzz-corpus-replay
+TEST_BUILD += $(MUTANT_LIBS) $(BUILD)/mutants/multi/multi_bug.so $(BUILD)/examples/wrap_reference.so $(BUILD)/fuzz-corpus-replay
+
+# A candidate with several independent bugs, one per stage (the mutants
+# named here, applied together to one copy of the reference): a fixed-seed
+# campaign against it must list each bug's signature once.
+MULTI_BUG_MUTANTS := state_slot_ignored ring_row_p save_nan_payload_kept plain_fp8_nan_clamped
+$(BUILD)/mutants/multi/multi_bug.so: $(patsubst %,harness/mutants/%.sed,$(MULTI_BUG_MUTANTS)) harness/mutants/entry.c \
+    $(PUBLIC_HEADERS) $(COMMON_SRC) $(REFERENCE_SRC)
+	@rm -rf $(BUILD)/mutants/multi/src && mkdir -p $(BUILD)/mutants/multi/src
+	@cp -r common reference include $(BUILD)/mutants/multi/src/
+	@for m in $(MULTI_BUG_MUTANTS); do \
+	   patch=harness/mutants/$$m.sed; file=$$(sed -n 's/^# file: //p' $$patch); \
+	   sed -f $$patch $(BUILD)/mutants/multi/src/$$file > $(BUILD)/mutants/multi/src/$$file.new; \
+	   if cmp -s $(BUILD)/mutants/multi/src/$$file $(BUILD)/mutants/multi/src/$$file.new; then \
+	     echo "multi_bug: $$patch no longer changes $$file; update the patch to the current source" >&2; exit 1; fi; \
+	   mv $(BUILD)/mutants/multi/src/$$file.new $(BUILD)/mutants/multi/src/$$file; done
+	$(Q)$(call say,CC,$@)$(CC) $(PLUGIN_FLAGS) -DKVC_MUTANT_NAME='"multi_bug"' -I$(BUILD)/mutants/multi/src/include \
+	  -I$(BUILD)/mutants/multi/src $(BUILD)/mutants/multi/src/common/*.c $(BUILD)/mutants/multi/src/reference/*.c \
+	  harness/mutants/entry.c -o $@ $(PLUGIN_LIBS)
+
+multi-bug: $(BUILD)/mutants/multi/multi_bug.so

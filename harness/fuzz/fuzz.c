@@ -32,11 +32,14 @@
 #include "harness/options/options.h"
 #include "harness/report/junit.h"
 #include "harness/report/run_info.h"
+#include "harness/fuzz/signature.h"
+#include "harness/fuzz/signature_list.h"
 
 #define MAX_JOBS 16
 #define MAX_REPORTED_FAILURES 64
 #define DEFAULT_INVALID_PER_MILLE KVC_GEN_DEFAULT_INVALID_PER_MILLE
 #define DEFAULT_METAMORPHIC_PER_MILLE 60
+#define DEFAULT_MAX_PER_SIGNATURE 3
 
 typedef struct {
     uint64_t seed;
@@ -45,7 +48,9 @@ typedef struct {
     int64_t only;             /* >= 0: just this case */
     int shard_index, shard_count;
     int jobs, threads;
-    int max_failures;
+    int max_failures;         /* distinct signatures that end the campaign */
+    int max_per_signature;    /* failures of one signature printed and saved */
+    int threads_given;        /* --threads: else each case draws its own */
     int invalid_per_mille;
     int metamorphic_per_mille;
     double shrink_seconds;
@@ -78,6 +83,8 @@ typedef struct {
     char detail[700];
     char saved[400];
     int64_t tokens_before, tokens_after;
+    int64_t page_padding;     /* MSG_SAVED: of the saved case's replay */
+    kvc_fuzz_signature signature;  /* MSG_RESULT of a failure, MSG_SAVED */
 } message;
 
 static double now_seconds(void) {
@@ -97,6 +104,7 @@ typedef struct {
     kvc_gen_config gen;
     double started;
     int write_fd;
+    kvc_signature_claims *claims;   /* shared by the workers */
 } worker;
 
 static void send_message(worker *w, message *m) {
@@ -105,31 +113,42 @@ static void send_message(worker *w, message *m) {
     (void)done;   /* a vanished parent ends the campaign anyway */
 }
 
-/* The predicate the shrinker keeps: same failure kind. */
+/* The predicate the shrinker keeps: the same signature.  The salt fixes
+ * the candidate's conditions (padding, canary, threads, permutation), so
+ * every reduction is checked the way the saved case will be replayed. */
 typedef struct {
     const kvc_fuzz_target *target;
-    kvc_fuzz_target replay;   /* the conditions of the saved __REPRO line */
-    int must_replay;
     uint64_t salt;
-    const char *kind;
+    const char *signature_key;
 } shrink_context;
 
-#define REPLAY_PADDING 64
-
-static int fails_on_replay(shrink_context *s, const kvc_case *c) {
-    kvc_fuzz_verdict v;
-    return kvc_fuzz_check_case(&s->replay, c, s->salt, &v) == KVC_FUZZ_FAIL;
-}
-
-/* Same failure kind, and (when the original did) still failing the way
- * `kvcmp replay --page-padding 64` runs it: a reduction must not trade a
- * real failure for one that only shows under the fuzzer's padding. */
 static int still_fails(const kvc_case *c, void *p) {
     shrink_context *s = p;
     kvc_fuzz_verdict v;
-    if (kvc_fuzz_check_case(s->target, c, s->salt, &v) != KVC_FUZZ_FAIL || strcmp(v.kind, s->kind) != 0) return 0;
-    return !s->must_replay || fails_on_replay(s, c);
+    if (kvc_fuzz_check_case(s->target, c, s->salt, &v) != KVC_FUZZ_FAIL) return 0;
+    kvc_fuzz_signature signature;
+    kvc_fuzz_signature_of(c, &v, &signature);
+    return strcmp(signature.key, s->signature_key) == 0;
 }
+
+/* case.json meta "replay": how `kvcmp replay` must run the case to see
+ * the failure (harness/replay/conditions.c reads it). */
+static cJSON *replay_object(const kvc_fuzz_conditions *k) {
+    cJSON *replay = cJSON_CreateObject();
+    cJSON_AddNumberToObject(replay, "page_padding", (double)k->page_padding);
+    cJSON_AddNumberToObject(replay, "canary", k->canary);
+    int threads[2] = {k->threads, k->other_threads};
+    cJSON_AddItemToObject(replay, "threads", cJSON_CreateIntArray(threads, k->other_threads > 0 ? 2 : 1));
+    if (k->permuted) {
+        char seed[32];   /* a string: JSON numbers lose 64-bit integers */
+        snprintf(seed, sizeof seed, "0x%016llx", (unsigned long long)k->permutation_seed);
+        cJSON_AddStringToObject(replay, "permutation_seed", seed);
+    }
+    return replay;
+}
+
+/* What picks a case's check conditions (padding, canary, threads ...). */
+static uint64_t case_salt(const fuzz_options *o, int64_t index) { return o->seed * 0x9E3779B97F4A7C15ull + (uint64_t)index; }
 
 /* Saves a failing case under --save, never over an existing one; the
  * path, or the error, goes to m. */
@@ -141,10 +160,8 @@ static void save_case(const fuzz_options *o, const kvc_gen_case *g, int64_t inde
 }
 
 /* Shrink, add the reference's outputs and save; the path goes to m->saved. */
-static void shrink_and_save(worker *w, kvc_gen_case *g, int64_t index, uint64_t salt, message *m) {
-    shrink_context ctx = {.target = &w->target, .replay = w->target, .salt = salt, .kind = m->kind};
-    ctx.replay.replay_padding = REPLAY_PADDING;
-    ctx.must_replay = fails_on_replay(&ctx, &g->c);
+static void shrink_and_save(worker *w, kvc_gen_case *g, int64_t index, uint64_t salt, const kvc_fuzz_verdict *v, message *m) {
+    shrink_context ctx = {.target = &w->target, .salt = salt, .signature_key = m->signature.key};
     kvc_shrink_stats stats;
     kvc_shrink_case(&g->c, still_fails, &ctx, w->o->shrink_seconds, &stats);
     m->tokens_before = stats.tokens_before;
@@ -156,9 +173,15 @@ static void shrink_and_save(worker *w, kvc_gen_case *g, int64_t index, uint64_t 
     cJSON_AddStringToObject(meta, "variant", kvc_variant(g->variant)->name);
     cJSON_AddStringToObject(meta, "family", kvc_family_name(g->family));
     cJSON_AddStringToObject(meta, "failure", m->kind);
+    cJSON_AddStringToObject(meta, "signature", m->signature.key);
     cJSON_AddStringToObject(meta, "candidate", w->o->candidate_name);
     cJSON_AddNumberToObject(meta, "shrink_attempts", stats.attempts);
     cJSON_AddItemToObject(meta, "run", kvc_run_info(w->o->seed, 1, options_json(w->o)));
+    kvc_fuzz_verdict final;
+    kvc_fuzz_outcome outcome = kvc_fuzz_check_case(&w->target, &g->c, salt, &final);
+    const kvc_fuzz_conditions *k = outcome == KVC_FUZZ_FAIL ? &final.conditions : &v->conditions;
+    cJSON_AddItemToObject(meta, "replay", replay_object(k));
+    m->page_padding = k->page_padding;
     free(g->c.meta_json);
     g->c.meta_json = cJSON_PrintUnformatted(meta);
     cJSON_Delete(meta);
@@ -257,7 +280,7 @@ static int run_one(worker *w, int64_t index) {
     send_message(w, &m);
     kvc_gen_case g;
     kvc_gen_make(&w->gen, index, &g);
-    uint64_t salt = w->o->seed * 0x9E3779B97F4A7C15ull + (uint64_t)index;
+    uint64_t salt = case_salt(w->o, index);
     kvc_fuzz_verdict v;
     if (g.history) check_history(w, &g, index, salt, &v);
     else kvc_fuzz_check_case(&w->target, &g.c, salt, &v);
@@ -267,12 +290,21 @@ static int run_one(worker *w, int64_t index) {
     if (outgrew_memory_limit(w, &g, index, &m)) { kvc_gen_free(&g); return 1; }
     m.type = MSG_RESULT;
     m.outcome = v.outcome;
-    m.will_save = v.outcome == KVC_FUZZ_FAIL && !g.history && w->o->save_dir[0];
     snprintf(m.kind, sizeof m.kind, "%s", v.kind);
     snprintf(m.detail, sizeof m.detail, "%.560s%s%s", v.detail, g.invalid[0] ? "; input corrupted on purpose: " : "", g.invalid);
+    if (v.outcome == KVC_FUZZ_FAIL) {
+        kvc_fuzz_signature_of(&g.c, &v, &m.signature);
+        if (g.history) {   /* no single case: the history variant is the stage */
+            snprintf(m.signature.stage, sizeof m.signature.stage, "%s", kvc_variant(g.variant)->name);
+            snprintf(m.signature.key, sizeof m.signature.key, "%s %s: -", m.signature.stage, m.signature.check);
+        }
+        /* Only the first few failures of a signature are shrunk and saved. */
+        m.will_save = !g.history && w->o->save_dir[0] &&
+                      kvc_signature_claim(w->claims, m.signature.key) <= w->o->max_per_signature;
+    }
     send_message(w, &m);
     if (m.will_save) {
-        shrink_and_save(w, &g, index, salt, &m);
+        shrink_and_save(w, &g, index, salt, &v, &m);
         m.type = MSG_SAVED;
         send_message(w, &m);
     }
@@ -312,6 +344,7 @@ typedef struct {
     message result;
     char saved[400];
     int64_t tokens_before, tokens_after;
+    int64_t page_padding;     /* of the saved case's replay */
     int crash_signal;
 } failure;
 
@@ -328,6 +361,7 @@ typedef struct {
     int workers_lost;         /* died or were killed outside a case */
     int write_failed;         /* a case or the summary could not be written */
     int interrupted;          /* the signal that stopped the campaign */
+    kvc_signature_list signatures;
 } campaign;
 
 static int stages_seen(const campaign *c) {
@@ -352,8 +386,9 @@ static void clear_progress(campaign *c) {
 /* The command that regenerates and re-checks exactly one case. */
 static void repro_fuzz(const campaign *c, int64_t index, char *out, size_t size) {
     const fuzz_options *o = c->o;
-    int n = snprintf(out, size, "build/kvcmp fuzz --seed %llu --only %lld --candidate %s --policy %s --threads %d",
-                     (unsigned long long)o->seed, (long long)index, o->candidate_name, policy_name(o->policy), o->threads);
+    int n = snprintf(out, size, "build/kvcmp fuzz --seed %llu --only %lld --candidate %s --policy %s", (unsigned long long)o->seed,
+                     (long long)index, o->candidate_name, policy_name(o->policy));
+    if (o->threads_given && n < (int)size) n += snprintf(out + n, size - (size_t)n, " --threads %d", o->threads);
     if (o->invalid_per_mille != DEFAULT_INVALID_PER_MILLE && n < (int)size)
         n += snprintf(out + n, size - (size_t)n, " --invalid-rate %d", o->invalid_per_mille);
     if (o->metamorphic_per_mille != DEFAULT_METAMORPHIC_PER_MILLE && n < (int)size)
@@ -381,11 +416,15 @@ static void on_result(campaign *c, const message *m) {
     if (m->outcome != KVC_FUZZ_FAIL) return;
     c->failures++; tv->failures++; tf->failures++;
     if (c->failures == 1) c->first_failure_at = m->at_seconds;
-    clear_progress(c);
     char repro[600];
     repro_fuzz(c, m->index, repro, sizeof repro);
-    printf("FAIL case %lld [%s, family %s] %s: %s\n  __REPRO: %s\n", (long long)m->index, kvc_variant(m->variant)->name,
-           kvc_family_name(m->family), m->kind, m->detail, repro);
+    kvc_signature_entry *e = kvc_signature_list_get(&c->signatures, &m->signature, m->index);
+    if (e && e->count++ == 0) snprintf(e->first_repro, sizeof e->first_repro, "%s", repro);
+    /* Beyond the first few of a signature, failures are only counted. */
+    if (e && e->count > c->o->max_per_signature) return;
+    clear_progress(c);
+    printf("FAIL case %lld [%s, family %s] %s: %s\n  signature: %s\n  __REPRO: %s\n", (long long)m->index,
+           kvc_variant(m->variant)->name, kvc_family_name(m->family), m->kind, m->detail, m->signature.key, repro);
     fflush(stdout);
     if (c->num_failures_listed < MAX_REPORTED_FAILURES) c->failures_list[c->num_failures_listed++] = (failure){.result = *m};
 }
@@ -407,12 +446,16 @@ static void on_saved(campaign *c, const message *m) {
         snprintf(f->saved, sizeof f->saved, "%s", m->saved);
         f->tokens_before = m->tokens_before;
         f->tokens_after = m->tokens_after;
+        f->page_padding = m->page_padding;
     }
+    char repro[700];
+    snprintf(repro, sizeof repro, "build/kvcmp replay --impl %s --policy %s --page-padding %lld %s", c->o->candidate_name,
+             policy_name(c->o->policy), (long long)m->page_padding, m->saved);
+    kvc_signature_entry *e = kvc_signature_list_find(&c->signatures, f ? f->result.signature.key : m->signature.key);
+    if (e) kvc_signature_list_saved(e, m->index, m->tokens_after, m->saved, repro);
     clear_progress(c);
-    printf("  shrunk case %lld from %lld to %lld tokens, saved to %s\n  __REPRO: build/kvcmp replay --impl %s --policy %s "
-           "--page-padding %d %s\n",
-           (long long)m->index, (long long)m->tokens_before, (long long)m->tokens_after, m->saved, c->o->candidate_name,
-           policy_name(c->o->policy), REPLAY_PADDING, m->saved);
+    printf("  shrunk case %lld from %lld to %lld tokens, saved to %s\n  __REPRO: %s\n", (long long)m->index, (long long)m->tokens_before,
+           (long long)m->tokens_after, m->saved, repro);
     fflush(stdout);
 }
 
@@ -423,8 +466,22 @@ static void save_unshrunk(campaign *c, int64_t index, message *m) {
                           .invalid_per_mille = c->o->invalid_per_mille, .family_mask = c->o->family_mask};
     kvc_gen_case g;
     kvc_gen_make(&gen, index, &g);
-    if (!g.history && c->o->save_dir[0]) {
+    const failure *f = find_failure(c, index);
+    kvc_signature_entry *e = f ? kvc_signature_list_find(&c->signatures, f->result.signature.key) : NULL;
+    if (!g.history && c->o->save_dir[0] && (!e || e->count <= c->o->max_per_signature)) {
         kvc_fuzz_add_expected(&kvc_reference_backend, &g.c);
+        /* The conditions the lost check ran under, as the worker drew them. */
+        kvc_fuzz_target target = {.threads = c->o->threads, .vary_threads = !c->o->threads_given};
+        kvc_fuzz_conditions k;
+        kvc_fuzz_draw_conditions(&target, case_salt(c->o, index), &k);
+        cJSON *meta = cJSON_CreateObject();
+        cJSON_AddStringToObject(meta, "failure", f ? f->result.kind : "lost");
+        if (f) cJSON_AddStringToObject(meta, "signature", f->result.signature.key);
+        cJSON_AddItemToObject(meta, "replay", replay_object(&k));
+        free(g.c.meta_json);
+        g.c.meta_json = cJSON_PrintUnformatted(meta);
+        cJSON_Delete(meta);
+        m->page_padding = k.page_padding;
         m->tokens_before = m->tokens_after = kvc_case_tokens(&g.c);
         save_case(c->o, &g, index, m);
         on_saved(c, m);
@@ -441,9 +498,15 @@ static void on_lost_case(campaign *c, int64_t index, const char *kind, const cha
     kvc_gen_make(&gen, index, &g);
     message m = {.type = MSG_RESULT, .index = index, .variant = g.variant, .family = g.family, .outcome = KVC_FUZZ_FAIL,
                  .at_seconds = now_seconds() - c->started};
-    kvc_gen_free(&g);
     snprintf(m.kind, sizeof m.kind, "%s", kind);
     snprintf(m.detail, sizeof m.detail, "%s", detail);
+    /* "died (signal 9): Killed" -> "signal 9"; a timeout or memory has no more to say. */
+    const char *how = strstr(detail, "died (");
+    char cause[64] = "";
+    if (how) snprintf(cause, sizeof cause, "%.*s", (int)strcspn(how + 6, "):"), how + 6);
+    kvc_fuzz_signature_of_lost(&g.c, kind, cause, &m.signature);
+    if (g.history) snprintf(m.signature.key, sizeof m.signature.key, "%s %s: %s", kvc_variant(g.variant)->name, kind, cause[0] ? cause : "-");
+    kvc_gen_free(&g);
     on_result(c, &m);
     save_unshrunk(c, index, &m);
 }
@@ -473,9 +536,11 @@ static void print_summary(campaign *c, double elapsed) {
         printf("fuzz: %d worker%s died or were killed outside a case (WORKER LOST and 'saving it unshrunk' lines above) and "
                "were replaced\n", c->workers_lost, c->workers_lost == 1 ? "" : "s");
     if (c->interrupted) printf("fuzz: INTERRUPTED by %s after %.1f s: the cases above are all that ran\n", strsignal(c->interrupted), elapsed);
+    kvc_signature_list_print(stdout, &c->signatures);
     if (!c->failures) return;
-    printf("fuzz: each failure above has a __REPRO line; shrunk cases are under %s (replay them with build/kvcmp replay)\n",
-           c->o->save_dir[0] ? c->o->save_dir : "(not saved: --save was empty)");
+    printf("fuzz: %d distinct failure%s, each listed above with the command that regenerates its first case and the one that "
+           "replays its smallest saved case; shrunk cases are under %s (replay them with build/kvcmp replay)\n",
+           c->signatures.count, c->signatures.count == 1 ? "" : "s", c->o->save_dir[0] ? c->o->save_dir : "(not saved: --save was empty)");
     if (!c->o->save_dir[0] || strcmp(c->o->save_dir, "fixtures/regressions") == 0) return;
     const char *example = NULL;
     for (int i = 0; i < c->num_failures_listed && !example; i++)
@@ -507,6 +572,7 @@ static cJSON *options_json(const fuzz_options *o) {
     cJSON_AddNumberToObject(j, "jobs", o->jobs);
     cJSON_AddNumberToObject(j, "threads", o->threads);
     cJSON_AddNumberToObject(j, "max_failures", o->max_failures);
+    cJSON_AddNumberToObject(j, "max_failures_per_signature", o->max_per_signature);
     cJSON_AddNumberToObject(j, "invalid_per_mille", o->invalid_per_mille);
     cJSON_AddNumberToObject(j, "metamorphic_per_mille", o->metamorphic_per_mille);
     if (o->stage_list) cJSON_AddStringToObject(j, "stage", o->stage_list);
@@ -539,6 +605,9 @@ static cJSON *summary_json(campaign *c, double elapsed) {
     cJSON_AddBoolToObject(root, "interrupted", c->interrupted != 0);
     if (c->interrupted) cJSON_AddStringToObject(root, "signal", c->interrupted == SIGINT ? "SIGINT" : "SIGTERM");
     cJSON_AddNumberToObject(root, "workers_lost", c->workers_lost);
+    cJSON_AddNumberToObject(root, "distinct_failures", c->signatures.count);
+    cJSON_AddNumberToObject(root, "max_failures_per_signature", o->max_per_signature);
+    cJSON_AddItemToObject(root, "signatures", kvc_signature_list_json(&c->signatures));
     cJSON *per_variant = cJSON_AddObjectToObject(root, "per_variant");
     for (int v = 0; v < kvc_variant_count(); v++)
         if (c->by_variant[v].cases) cJSON_AddItemToObject(per_variant, kvc_variant(v)->name, tally_json(&c->by_variant[v]));
@@ -555,6 +624,7 @@ static cJSON *summary_json(campaign *c, double elapsed) {
         cJSON_AddStringToObject(item, "variant", kvc_variant(x->result.variant)->name);
         cJSON_AddStringToObject(item, "family", kvc_family_name(x->result.family));
         cJSON_AddStringToObject(item, "kind", x->result.kind);
+        cJSON_AddStringToObject(item, "signature", x->result.signature.key);
         cJSON_AddNumberToObject(item, "seconds", x->result.at_seconds);
         cJSON_AddStringToObject(item, "detail", x->result.detail);
         cJSON_AddStringToObject(item, "saved", x->saved);
@@ -595,8 +665,8 @@ static int write_junit(campaign *c, double elapsed) {
         int n = snprintf(text, sizeof text, "%s\n  __REPRO: %s\n", x->result.detail, repro);
         if (x->saved[0] == '(') snprintf(text + n, sizeof text - (size_t)n, "  saved: %s\n", x->saved);
         else if (x->saved[0])
-            snprintf(text + n, sizeof text - (size_t)n, "  saved to %s\n  __REPRO: build/kvcmp replay --impl %s --policy %s --page-padding %d %s\n",
-                     x->saved, o->candidate_name, policy_name(o->policy), REPLAY_PADDING, x->saved);
+            snprintf(text + n, sizeof text - (size_t)n, "  saved to %s\n  __REPRO: build/kvcmp replay --impl %s --policy %s --page-padding %lld %s\n",
+                     x->saved, o->candidate_name, policy_name(o->policy), (long long)x->page_padding, x->saved);
         kvc_junit_fail(j, classname, name, 0, x->result.kind, x->result.detail, text);
     }
     for (int v = 0; v < kvc_variant_count(); v++) {
@@ -621,7 +691,8 @@ static void usage(FILE *out) {
     fprintf(out,
             "usage: kvcmp fuzz [--seed S] [--cases N | --seconds T] [--stage LIST] [--threads K] [--jobs J]\n"
             "                  [--shard I/N] [--save DIR] [--candidate LIB.so|opt|ref] [--policy exact|vllm]\n"
-            "                  [--family LIST] [--only I] [--max-failures N] [--invalid-rate PER_MILLE]\n"
+            "                  [--family LIST] [--only I] [--max-failures N] [--max-failures-per-signature N]\n"
+            "                  [--invalid-rate PER_MILLE]\n"
             "                  [--metamorphic-rate PER_MILLE] [--shrink-seconds T]\n"
             "                  [--timeout SECONDS] [--rss-limit-mb MB] [--json FILE] [--junit FILE] [--quiet] [--list]\n"
             "  Runs generated cases through the reference and the candidate and compares every byte.\n"
@@ -631,8 +702,11 @@ static void usage(FILE *out) {
             "  there with --save fixtures/regressions) is replayed by make test from then on.\n"
             "  Of --cases and --seconds the one given last counts.\n"
             "  --stage takes variant name prefixes (see --list), e.g. v4.compress,v41.forward.\n"
-            "  --max-failures N (default 10) stops the campaign once N failures are in; the cases the\n"
-            "  other jobs are running then still finish and are reported, so a few more can appear.\n"
+            "  Each failure gets a signature (stage, check, regions, cause class); --max-failures N\n"
+            "  (default 10) stops the campaign once N distinct signatures are in (the cases the other\n"
+            "  jobs are running still finish, so a few more can appear); --max-failures-per-signature N\n"
+            "  (default 3) prints, shrinks and saves the first N failures of each signature, and only\n"
+            "  counts the rest.  Without --threads each case draws the candidate's thread count (1-8).\n"
             "  --junit FILE: JUnit XML for CI, a failed testcase per failure listed (its difference and\n"
             "  __REPRO lines), a passed one per variant without failures, a skipped one per variant the\n"
             "  candidate does not offer.\n"
@@ -663,7 +737,8 @@ static void set_default_save_dir(fuzz_options *o) {
 static int parse_options(int argc, char **argv, fuzz_options *o) {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     *o = (fuzz_options){.seed = 1, .cases = -1, .seconds = 60, .only = -1, .shard_count = 1, .jobs = cores > 0 ? (int)cores : 1,
-                        .threads = 1, .max_failures = 10, .invalid_per_mille = DEFAULT_INVALID_PER_MILLE,
+                        .threads = 1, .max_failures = 10, .max_per_signature = DEFAULT_MAX_PER_SIGNATURE,
+                        .invalid_per_mille = DEFAULT_INVALID_PER_MILLE,
                         .metamorphic_per_mille = DEFAULT_METAMORPHIC_PER_MILLE,
                         .shrink_seconds = 5, .json_path = "reports/fuzz-summary.json",
                         .limits = {.timeout_seconds = KVC_DEFAULT_TIMEOUT_SECONDS, .rss_limit_mb = KVC_DEFAULT_RSS_LIMIT_MB}};
@@ -673,9 +748,10 @@ static int parse_options(int argc, char **argv, fuzz_options *o) {
         {"cases", KVC_OPT_INT64, .target = &o->cases, .min = 0, .max = INT64_MAX, .given = &cases_given},
         {"seconds", KVC_OPT_DOUBLE, .target = &o->seconds, .low = 0.001, .high = 1e7, .given = &seconds_given},
         {"only", KVC_OPT_INT64, .target = &o->only, .min = 0, .max = INT64_MAX},
-        {"threads", KVC_OPT_INT, .target = &o->threads, .min = 1, .max = 1024},
+        {"threads", KVC_OPT_INT, .target = &o->threads, .min = 1, .max = 1024, .given = &o->threads_given},
         {"jobs", KVC_OPT_INT, .target = &o->jobs, .min = 1, .max = 1024},
         {"max-failures", KVC_OPT_INT, .target = &o->max_failures, .min = 1, .max = INT32_MAX},
+        {"max-failures-per-signature", KVC_OPT_INT, .target = &o->max_per_signature, .min = 1, .max = INT32_MAX},
         {"invalid-rate", KVC_OPT_INT, .target = &o->invalid_per_mille, .min = 0, .max = 1000},
         {"metamorphic-rate", KVC_OPT_INT, .target = &o->metamorphic_per_mille, .min = 0, .max = 1000},
         {"shrink-seconds", KVC_OPT_DOUBLE, .target = &o->shrink_seconds, .low = 0, .high = 1e7},
@@ -737,6 +813,7 @@ static const kvc_backend *pick_candidate(fuzz_options *o, const char **label, in
                     "with 2 threads and page padding instead\n", error);
     o->candidate_name = "ref";
     if (o->threads < 2) o->threads = 2;
+    o->threads_given = 1;
     *label = "ref (self-check: optimized backend unavailable)";
     *self_check = 1;
     return &kvc_reference_backend;
@@ -764,6 +841,7 @@ typedef struct {
     campaign *c;
     const kvc_backend *candidate;
     volatile int *stop;
+    kvc_signature_claims *claims;
     job_slot jobs[MAX_JOBS];
     struct pollfd fds[MAX_JOBS];
 } supervisor;
@@ -786,9 +864,10 @@ static int spawn_worker(supervisor *s, int job) {
         for (int j = 0; j < o->jobs; j++)
             if (s->fds[j].fd >= 0) close(s->fds[j].fd);   /* the other workers' pipes */
         kvc_child_setup(parent);
-        worker w = {.o = o, .started = s->c->started, .write_fd = p[1]};
+        worker w = {.o = o, .started = s->c->started, .write_fd = p[1], .claims = s->claims};
         w.target = (kvc_fuzz_target){.reference = &kvc_reference_backend, .candidate = s->candidate, .policy = o->policy,
-                                     .threads = o->threads, .metamorphic_per_mille = o->metamorphic_per_mille};
+                                     .threads = o->threads, .metamorphic_per_mille = o->metamorphic_per_mille,
+                                     .vary_threads = !o->threads_given};
         w.gen = (kvc_gen_config){.seed = o->seed, .variant_mask = o->variant_mask, .invalid_per_mille = o->invalid_per_mille,
                                   .family_mask = o->family_mask};
         worker_main(&w, job, slot->next_k, s->stop);
@@ -831,7 +910,7 @@ static void on_message(supervisor *s, int job, const message *m) {
     } else {
         slot->retired = 1;
     }
-    if (c->failures >= s->o->max_failures) *s->stop = 1;
+    if (c->signatures.count >= s->o->max_failures) *s->stop = 1;
 }
 
 /* How a worker that was not stopped on purpose ended. */
@@ -892,7 +971,7 @@ static void reap_worker(supervisor *s, int job, const char *why) {
         } else if (on_lost_worker(s, job, pid, how)) {
             return;
         }
-        if (c->failures >= o->max_failures) *s->stop = 1;
+        if (c->signatures.count >= o->max_failures) *s->stop = 1;
     }
     /* Carry on with the rest of this job's cases. */
     if (!*s->stop && o->only < 0) spawn_worker(s, job);
@@ -995,6 +1074,8 @@ int kvc_cmd_fuzz(int argc, char **argv) {
     volatile int *stop = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (stop == MAP_FAILED) { perror("kvcmp fuzz: mmap"); return 2; }
     *stop = 0;
+    kvc_signature_claims *claims = mmap(NULL, sizeof *claims, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (claims == MAP_FAILED) { perror("kvcmp fuzz: mmap"); munmap((void *)stop, 4096); return 2; }
     if (!o.quiet)
         fprintf(stderr, "kvcmp fuzz: seed %llu, candidate %s, policy %s, %d jobs x %d threads, shard %d/%d\n",
                 (unsigned long long)o.seed, label, policy_name(o.policy), o.jobs, o.threads, o.shard_index, o.shard_count);
@@ -1005,7 +1086,7 @@ int kvc_cmd_fuzz(int argc, char **argv) {
     }
     fflush(stdout);
     fflush(stderr);
-    supervisor sup = {.o = &o, .c = &c, .candidate = candidate, .stop = stop};
+    supervisor sup = {.o = &o, .c = &c, .candidate = candidate, .stop = stop, .claims = claims};
     for (int j = 0; j < o.jobs; j++) sup.fds[j].fd = -1;
     kvc_interrupt_install();
     /* Past a file-size limit a write then fails with EFBIG, reported like a full disk. */
@@ -1017,6 +1098,7 @@ int kvc_cmd_fuzz(int argc, char **argv) {
             for (int k = 0; k < j; k++) while (waitpid(sup.jobs[k].pid, NULL, 0) < 0 && errno == EINTR) {}
             kvc_interrupt_uninstall();
             munmap((void *)stop, 4096);
+            munmap(claims, sizeof *claims);
             return 2;
         }
     supervise_jobs(&sup);
@@ -1026,6 +1108,8 @@ int kvc_cmd_fuzz(int argc, char **argv) {
     write_json(&c, elapsed);
     int junit_failed = write_junit(&c, elapsed) != 0;
     munmap((void *)stop, 4096);
+    munmap(claims, sizeof *claims);
+    kvc_signature_list_free(&c.signatures);
     (void)self_check;
     kvc_interrupt_uninstall();
     if (c.interrupted) return 128 + c.interrupted;

@@ -9,6 +9,7 @@
 
 #include "kvcmp/validate.h"
 #include "optimized/optimized.h"
+#include "harness/fuzz/permute.h"
 
 int kvc_backend_has_stage(const kvc_backend *b, const kvc_case *c) {
     switch (c->stage) {
@@ -45,9 +46,10 @@ static int run_with_threads(const kvc_backend *b, const kvc_case *c, const kvc_r
     return rc;
 }
 
-/* Differences between two results, "" when none fail the policy. */
-static int results_differ(const kvc_case *c, const kvc_run_result *a, const kvc_run_result *b, kvc_policy policy, char *out,
-                          size_t size) {
+/* Differences between two results, "" when none fail the policy; the
+ * comparison goes to v's report (for the failure's signature). */
+static int results_differ(const kvc_case *c, const kvc_run_result *a, const kvc_run_result *b, kvc_policy policy,
+                          kvc_fuzz_verdict *v, char *out, size_t size) {
     /* The classifying comparison formats a location for every element;
      * identical outputs (nearly every case) skip it. */
     int identical = a->num_outputs == b->num_outputs;
@@ -63,6 +65,8 @@ static int results_differ(const kvc_case *c, const kvc_run_result *a, const kvc_
     char summary[600];
     kvc_report_summary(&report, summary, sizeof summary);
     snprintf(out, size, "%.300s; first: %.300s", summary, report.has_first ? report.first : "-");
+    v->report = report;
+    v->has_report = 1;
     return 1;
 }
 
@@ -86,92 +90,27 @@ static int written_on_error(const kvc_case *c, const kvc_run_result *r, char *ou
 
 /* ---- physical-block permutation ------------------------------------ */
 
-typedef struct {
-    const char *cache;        /* paged tensor */
-    const char *slots[2];     /* slot tensors naming rows of it */
-    int block_table;          /* block_table names its pages */
-} paged_role;
-
-static int paged_roles(const kvc_case *c, paged_role roles[2]) {
-    int n = 0, v41 = c->stage >= KVC_STAGE_V41_SAVE_COMPRESS_NORM;
-    if (kvc_case_get(c, "state_cache"))
-        roles[n++] = (paged_role){"state_cache", {"slot_mapping", NULL}, !v41};
-    if (kvc_case_get(c, "kv_cache")) {
-        const char *kv_slots = kvc_case_get(c, "kv_slot_mapping") ? "kv_slot_mapping" : "slot_mapping";
-        roles[n++] = (paged_role){"kv_cache", {kv_slots, NULL}, 0};
-    }
-    return n;
-}
-
-/* Page i of the original lives at page perm[i] of the permuted case. */
-static void permute_pages(kvc_array *a, const int64_t *perm) {
-    int64_t pages = a->shape[0], page_bytes = a->count / (pages ? pages : 1) * kvc_dtype_size(a->dtype);
-    uint8_t *moved = malloc((size_t)(pages * page_bytes) + 1);
-    for (int64_t i = 0; i < pages; i++) memcpy(moved + perm[i] * page_bytes, (uint8_t *)a->data + i * page_bytes, (size_t)page_bytes);
-    memcpy(a->data, moved, (size_t)(pages * page_bytes));
-    free(moved);
-}
-static void unpermute_pages(kvc_array *a, const int64_t *perm) {
-    int64_t pages = a->shape[0], page_bytes = a->count / (pages ? pages : 1) * kvc_dtype_size(a->dtype);
-    uint8_t *back = malloc((size_t)(pages * page_bytes) + 1);
-    for (int64_t i = 0; i < pages; i++) memcpy(back + i * page_bytes, (uint8_t *)a->data + perm[i] * page_bytes, (size_t)page_bytes);
-    memcpy(a->data, back, (size_t)(pages * page_bytes));
-    free(back);
-}
-
-static void permute_case(kvc_case *c, const paged_role *role, const int64_t *perm) {
-    kvc_array *cache = kvc_case_get(c, role->cache);
-    int64_t rows = cache->shape[1];
-    permute_pages(cache, perm);
-    for (int s = 0; s < 2 && role->slots[s]; s++) {
-        kvc_array *slots = kvc_case_get(c, role->slots[s]);
-        if (!slots) continue;
-        int64_t *v = slots->data;
-        for (int64_t t = 0; t < slots->count; t++)
-            if (v[t] >= 0 && v[t] / rows < cache->shape[0]) v[t] = perm[v[t] / rows] * rows + v[t] % rows;
-    }
-    kvc_array *table = role->block_table ? kvc_case_get(c, "block_table") : NULL;
-    if (table)
-        for (int64_t i = 0; i < table->count; i++) {
-            int32_t *b = (int32_t *)table->data + i;
-            if (*b >= 0 && *b < cache->shape[0]) *b = (int32_t)perm[*b];
-        }
-}
-
 static kvc_fuzz_outcome check_permutation(const kvc_fuzz_target *t, const kvc_case *c, const kvc_run_result *base,
-                                           const kvc_run_options *o, kvc_rng *rng, kvc_fuzz_verdict *v) {
+                                           const kvc_run_options *o, kvc_fuzz_verdict *v) {
     kvc_case permuted;
     if (kvc_case_copy(&permuted, c)) return KVC_FUZZ_PASS;
-    paged_role roles[2];
-    int n = paged_roles(c, roles);
-    int64_t *perms[2] = {NULL, NULL};
-    for (int i = 0; i < n; i++) {
-        int64_t pages = kvc_case_get(c, roles[i].cache)->shape[0];
-        perms[i] = malloc((size_t)(pages + 1) * sizeof **perms);
-        for (int64_t k = 0; k < pages; k++) perms[i][k] = k;
-        for (int64_t k = pages - 1; k > 0; k--) {
-            int64_t j = kvc_rng_below(rng, k + 1), x = perms[i][k];
-            perms[i][k] = perms[i][j];
-            perms[i][j] = x;
-        }
-        permute_case(&permuted, &roles[i], perms[i]);
-    }
+    kvc_page_permutation perm;
+    kvc_permute_case_pages(&permuted, v->conditions.permutation_seed, &perm);
+    v->conditions.permuted = 1;
     kvc_run_result r;
-    run_with_threads(t->candidate, &permuted, o, t->threads, &r);
+    run_with_threads(t->candidate, &permuted, o, v->conditions.threads, &r);
     kvc_fuzz_outcome outcome = KVC_FUZZ_PASS;
     if (r.status != base->status) {
         outcome = fail(v, "permutation", "permuting physical blocks changed the status: %s -> %s (%s)", kvc_status_name(base->status),
                        kvc_status_name(r.status), r.error.message);
     } else if (r.status == KVC_OK) {
-        for (int o_i = 0; o_i < r.num_outputs; o_i++)
-            for (int i = 0; i < n; i++)
-                if (strcmp(r.outputs[o_i].name, roles[i].cache) == 0) unpermute_pages(&r.outputs[o_i].array, perms[i]);
+        kvc_unpermute_outputs(&r, &perm);
         char diff[700];
-        if (results_differ(c, base, &r, KVC_POLICY_EXACT, diff, sizeof diff))
+        if (results_differ(c, base, &r, KVC_POLICY_EXACT, v, diff, sizeof diff))
             outcome = fail(v, "permutation", "permuting physical blocks changed logical outputs: %s", diff);
     }
     kvc_run_result_free(&r);
-    for (int i = 0; i < n; i++) free(perms[i]);
+    kvc_page_permutation_free(&perm);
     kvc_case_free(&permuted);
     return outcome;
 }
@@ -188,12 +127,65 @@ static kvc_fuzz_outcome compare_runs(const kvc_fuzz_target *t, const kvc_case *c
     if (ref->status != KVC_OK) {
         if (written_on_error(c, ref, detail, sizeof detail)) return fail(v, "written-on-error", "reference: %s", detail);
         if (written_on_error(c, cand, detail, sizeof detail)) return fail(v, "written-on-error", "candidate: %s", detail);
-        if (results_differ(c, ref, cand, KVC_POLICY_EXACT, detail, sizeof detail))
+        if (results_differ(c, ref, cand, KVC_POLICY_EXACT, v, detail, sizeof detail))
             return fail(v, "written-on-error", "after the same error: %s", detail);
         return KVC_FUZZ_PASS;
     }
-    if (results_differ(c, ref, cand, t->policy, detail, sizeof detail)) return fail(v, "bytes", "%s", detail);
+    if (results_differ(c, ref, cand, t->policy, v, detail, sizeof detail)) return fail(v, "bytes", "%s", detail);
     return KVC_FUZZ_PASS;
+}
+
+/* Thread counts of the varied-threads dimension: odd counts leave a
+ * remainder in every static partition; 8 reaches the token-parallel
+ * paths of small batches. */
+static const int candidate_thread_counts[] = {1, 1, 1, 2, 3, 4, 5, 7, 8};
+static const int other_thread_counts[] = {2, 3, 5, 7};
+
+/* The candidate side's conditions, all drawn from the salt. */
+static void draw_conditions(const kvc_fuzz_target *t, kvc_rng *rng, kvc_fuzz_conditions *k) {
+    k->page_padding = 64 * kvc_rng_range(rng, 1, 3);
+    k->canary = (uint8_t)kvc_rng_below(rng, 256);
+    k->threads = t->threads;
+    k->permutation_seed = kvc_rng_next(rng);
+    if (t->vary_threads) {
+        int n = (int)(sizeof candidate_thread_counts / sizeof *candidate_thread_counts);
+        k->threads = candidate_thread_counts[kvc_rng_below(rng, n)];
+    }
+    if (t->replay_padding) {
+        k->page_padding = t->replay_padding;
+        k->canary = 0xA5;
+    }
+}
+
+void kvc_fuzz_draw_conditions(const kvc_fuzz_target *t, uint64_t salt, kvc_fuzz_conditions *k) {
+    kvc_rng rng;
+    kvc_rng_seed(&rng, salt, 0x5A17);
+    memset(k, 0, sizeof *k);
+    draw_conditions(t, &rng, k);
+}
+
+static int other_thread_count(const kvc_fuzz_target *t, kvc_rng *rng, int threads) {
+    if (threads != 1) return 1;
+    if (!t->vary_threads) return 2;
+    return other_thread_counts[kvc_rng_below(rng, (int64_t)(sizeof other_thread_counts / sizeof *other_thread_counts))];
+}
+
+/* The same call with another thread count: 1 against N. */
+static kvc_fuzz_outcome check_threads(const kvc_fuzz_target *t, const kvc_case *c, const kvc_run_result *cand,
+                                      const kvc_run_options *o, kvc_rng *rng, kvc_fuzz_verdict *v) {
+    int threads = v->conditions.threads, other_threads = other_thread_count(t, rng, threads);
+    v->conditions.other_threads = other_threads;
+    kvc_run_result other;
+    run_with_threads(t->candidate, c, o, other_threads, &other);
+    char diff[700];
+    kvc_fuzz_outcome outcome = KVC_FUZZ_PASS;
+    if (other.status != cand->status)
+        outcome = fail(v, "threads", "%d thread(s) returned %s, %d thread(s) %s", other_threads, kvc_status_name(other.status),
+                       threads, kvc_status_name(cand->status));
+    else if (other.status == KVC_OK && results_differ(c, cand, &other, KVC_POLICY_EXACT, v, diff, sizeof diff))
+        outcome = fail(v, "threads", "%d thread(s) vs %d thread(s): %s", threads, other_threads, diff);
+    kvc_run_result_free(&other);
+    return outcome;
 }
 
 kvc_fuzz_outcome kvc_fuzz_check_case(const kvc_fuzz_target *t, const kvc_case *c, uint64_t salt, kvc_fuzz_verdict *v) {
@@ -205,33 +197,21 @@ kvc_fuzz_outcome kvc_fuzz_check_case(const kvc_fuzz_target *t, const kvc_case *c
     }
     kvc_rng rng;
     kvc_rng_seed(&rng, salt, 0x5A17);
+    draw_conditions(t, &rng, &v->conditions);
     kvc_run_options ref_options = {.page_padding = 0, .canary = 0xA5, .keep_outputs_on_error = 1};
-    kvc_run_options cand_options = {.page_padding = 64 * kvc_rng_range(&rng, 1, 3), .canary = (uint8_t)kvc_rng_below(&rng, 256),
+    kvc_run_options cand_options = {.page_padding = v->conditions.page_padding, .canary = v->conditions.canary,
                                     .keep_outputs_on_error = 1};
-    if (t->replay_padding) {
-        cand_options.page_padding = t->replay_padding;
-        cand_options.canary = 0xA5;
-    }
     kvc_run_result ref, cand;
     kvc_run_case(t->reference, c, &ref_options, &ref);
-    run_with_threads(t->candidate, c, &cand_options, t->threads, &cand);
+    run_with_threads(t->candidate, c, &cand_options, v->conditions.threads, &cand);
+    v->reference_status = ref.status;
+    v->candidate_status = cand.status;
     kvc_fuzz_outcome outcome = compare_runs(t, c, &ref, &cand, v);
     int metamorphic = outcome == KVC_FUZZ_PASS && kvc_rng_below(&rng, 1000) < t->metamorphic_per_mille && !t->replay_padding;
-    if (metamorphic) {
-        /* The same call with another thread count: 1 against N. */
-        int other_threads = t->threads == 1 ? 2 : 1;
-        kvc_run_result other;
-        run_with_threads(t->candidate, c, &cand_options, other_threads, &other);
-        char diff[700];
-        if (other.status != cand.status)
-            outcome = fail(v, "threads", "%d thread(s) returned %s, %d thread(s) %s", other_threads, kvc_status_name(other.status),
-                           t->threads, kvc_status_name(cand.status));
-        else if (other.status == KVC_OK && results_differ(c, &cand, &other, KVC_POLICY_EXACT, diff, sizeof diff))
-            outcome = fail(v, "threads", "%d thread(s) vs %d thread(s): %s", t->threads, other_threads, diff);
-        kvc_run_result_free(&other);
-    }
+    if (metamorphic) outcome = check_threads(t, c, &cand, &cand_options, &rng, v);
     if (metamorphic && outcome == KVC_FUZZ_PASS && cand.status == KVC_OK)
-        outcome = check_permutation(t, c, &cand, &cand_options, &rng, v);
+        outcome = check_permutation(t, c, &cand, &cand_options, v);
+    if (outcome == KVC_FUZZ_PASS) v->has_report = 0;
     omp_set_num_threads(t->threads);
     kvc_run_result_free(&ref);
     kvc_run_result_free(&cand);

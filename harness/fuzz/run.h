@@ -16,7 +16,21 @@ typedef struct {
     int metamorphic_per_mille;/* cases that also get the thread/permutation checks */
     int64_t replay_padding;   /* > 0: run as `kvcmp replay --page-padding N` does
                                  (canary 0xA5, no metamorphic checks) */
+    int vary_threads;         /* 1: each case draws the candidate's thread count
+                                 (1 to 8, odd counts included) and the thread
+                                 check's other count from the salt */
 } kvc_fuzz_target;
+
+/* How the candidate side of one check ran: what `kvcmp replay` needs to
+ * run a saved case the same way (case.json meta "replay"). */
+typedef struct {
+    int64_t page_padding;
+    uint8_t canary;
+    int threads;              /* the candidate's OpenMP threads */
+    int other_threads;        /* > 0: the thread check's second count */
+    int permuted;             /* 1: the permutation check ran */
+    uint64_t permutation_seed;/* its pages' permutation (kvc_permute_case_pages) */
+} kvc_fuzz_conditions;
 
 typedef enum { KVC_FUZZ_PASS = 0, KVC_FUZZ_FAIL = 1, KVC_FUZZ_SKIP = 2 } kvc_fuzz_outcome;
 
@@ -24,6 +38,10 @@ typedef struct {
     kvc_fuzz_outcome outcome;
     char kind[32];            /* status, bytes, padding, written-on-error, threads, permutation, chunking */
     char detail[900];
+    kvc_fuzz_conditions conditions;
+    int has_report;           /* report holds the failing comparison (bytes, threads, permutation) */
+    kvc_compare_report report;
+    int reference_status, candidate_status;
 } kvc_fuzz_verdict;
 
 /* 1 when the backend implements the stage(s) of the case. */
@@ -31,6 +49,9 @@ int kvc_backend_has_stage(const kvc_backend *backend, const kvc_case *c);
 /* salt picks the padding, the canary and whether the metamorphic checks
  * run, so a case index reproduces the same check. */
 kvc_fuzz_outcome kvc_fuzz_check_case(const kvc_fuzz_target *target, const kvc_case *c, uint64_t salt, kvc_fuzz_verdict *verdict);
+/* The candidate-side conditions kvc_fuzz_check_case draws from salt
+ * (before any metamorphic check): for a case whose check crashed. */
+void kvc_fuzz_draw_conditions(const kvc_fuzz_target *target, uint64_t salt, kvc_fuzz_conditions *conditions);
 /* The reference's outputs as NAME.out tensors, to make a case a fixture
  * (nothing is added when the reference rejects the case). */
 int kvc_fuzz_add_expected(const kvc_backend *reference, kvc_case *c);

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fts.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 #include "harness/compare/causes.h"
 #include "harness/report/junit.h"
 #include "harness/report/run_info.h"
+#include "harness/replay/conditions.h"
 
 static int push(char ***dirs, int *count, int *capacity, const char *dir) {
     if (*count == *capacity) {
@@ -197,7 +199,19 @@ static int known_difference(const char *dir, const kvc_case *c, const kvc_replay
 /* Runs a loaded case and judges it: the verdict, with why in detail. */
 static int judge_case(const char *dir, const kvc_case *c, const kvc_replay_options *options, char *detail, size_t size,
                       kvc_compare_report *report) {
-    kvc_run_options run = {.page_padding = options->page_padding, .canary = 0xA5, .keep_outputs_on_error = 1};
+    kvc_replay_conditions k;
+    char error[512];
+    if (kvc_replay_conditions_read(c, &k, error, sizeof error)) {
+        snprintf(detail, size, "%s (fix or remove the \"replay\" object of the case's case.json)", error);
+        return 1;
+    }
+    /* A fuzz failure's case.json says how it was found (padding, canary,
+     * thread counts, a page permutation); --page-padding on the command
+     * line wins over its recorded padding. */
+    kvc_run_options run = {.page_padding = options->page_padding || k.page_padding < 0 ? options->page_padding : k.page_padding,
+                           .canary = k.canary >= 0 ? (uint8_t)k.canary : 0xA5, .keep_outputs_on_error = 1};
+    int threads_before = omp_get_max_threads();
+    if (k.num_threads) omp_set_num_threads(k.threads[0]);
     kvc_run_result result;
     int rc = kvc_run_case(options->backend, c, &run, &result), verdict = 1;
     if (!case_has_expected_outputs(c)) {
@@ -222,8 +236,14 @@ static int judge_case(const char *dir, const kvc_case *c, const kvc_replay_optio
                      causes);
         } else {
             snprintf(detail, size, "%s", summary[0] ? summary : "bit-exact");
+            if (k.present) verdict = kvc_replay_check_conditions(options->backend, c, &run, &k, &result, options->policy, detail, size);
         }
     }
+    omp_set_num_threads(threads_before);
+    char note[96];
+    kvc_replay_conditions_describe(&k, note, sizeof note);
+    size_t n = strlen(detail);
+    snprintf(detail + n, size - n, "%s", note);
     kvc_run_result_free(&result);
     return verdict;
 }
@@ -306,7 +326,12 @@ static void count_verdict(kvc_replay_totals *totals, const char *label, int verd
 static void replay_repro(const kvc_replay_options *options, const char *dir, char *repro, size_t size) {
     if (options->outputs_dir)
         snprintf(repro, size, "build/kvcmp replay --outputs %s --policy %s %s", options->outputs_dir, policy_name(options->policy), dir);
-    else snprintf(repro, size, "build/kvcmp replay --impl %s --policy %s %s", options->impl_name, policy_name(options->policy), dir);
+    else {
+        char padding[48] = "";
+        if (options->page_padding) snprintf(padding, sizeof padding, " --page-padding %lld", (long long)options->page_padding);
+        snprintf(repro, size, "build/kvcmp replay --impl %s --policy %s%s %s", options->impl_name, policy_name(options->policy), padding,
+                 dir);
+    }
 }
 
 /* The verdict, label and detail of a case: what a child replaying it in

@@ -133,11 +133,16 @@ Test(fuzz_campaign, crashing_candidate_every_case_reported_and_saved, .timeout =
     cr_expect_gt(occurrences(run.out, "(signal 9)"), 0, "no bf16 case among the 6:\n%s", run.out);
     cr_expect_gt(occurrences(run.out, "(exit status 3)"), 0, "no fp8 case among the 6:\n%s", run.out);
     cr_expect_eq(occurrences(run.out, "FAIL case "), 6, "a crash ended the campaign early:\n%s", run.out);
-    cr_expect_eq(occurrences(run.out, "  __REPRO: build/kvcmp fuzz --seed 1 --only "), 6);
-    cr_expect_eq(occurrences(run.out, " --invalid-rate 0 --metamorphic-rate 0 --stage v41.rope_plain_insert\n"), 6);
+    /* One per failure, and one per signature in the summary: a SIGKILL
+     * and an exit status 3, each 3 times (--max-failures-per-signature 3). */
+    cr_expect_eq(occurrences(run.out, "  __REPRO: build/kvcmp fuzz --seed 1 --only "), 6 + 2);
+    cr_expect_eq(occurrences(run.out, " --invalid-rate 0 --metamorphic-rate 0 --stage v41.rope_plain_insert\n"), 6 + 2);
     cr_expect_eq(occurrences(run.out, "  shrunk case "), 6);
     expect_contains(run.out, ": 6 failures (first after ", "stdout");
-    expect_contains(run.out, "shrunk cases are under ", "stdout");
+    expect_contains(run.out, "distinct failures (signatures): 2\n", "stdout");
+    expect_contains(run.out, "] v41.rope_plain_insert crash: signal 9  (3 failures; ", "stdout");
+    expect_contains(run.out, "] v41.rope_plain_insert crash: exit status 3  (3 failures; ", "stdout");
+    expect_contains(run.out, "fuzz: 2 distinct failures, each listed above", "stdout");
     /* Saved with the reference's outputs: each replays clean through the reference. */
     char **dirs;
     int n = kvc_find_cases(save, &dirs);
@@ -168,10 +173,13 @@ Test(fuzz_campaign, crashes_stop_at_max_failures, .timeout = 120) {
                     "--max-failures", "2", "--save", "", "--json", "", "--quiet"};
     captured_run run = run_fuzz(ARGC(argv), argv);
     cr_expect_eq(run.status, 1);
-    cr_expect_eq(occurrences(run.out, "FAIL case "), 2, "stdout:\n%s", run.out);
+    /* --max-failures counts signatures: the campaign ends once the
+     * second one (a SIGKILL and an exit status) is in. */
+    cr_expect_geq(occurrences(run.out, "FAIL case "), 2, "stdout:\n%s", run.out);
+    cr_expect_lt(occurrences(run.out, "FAIL case "), 40, "stdout:\n%s", run.out);
     cr_expect_eq(occurrences(run.out, "  shrunk case "), 0);
     expect_contains(run.out, " cases in ", "stdout");
-    expect_contains(run.out, ": 2 failures", "stdout");
+    expect_contains(run.out, "distinct failures (signatures): 2\n", "stdout");
     expect_contains(run.out, "shrunk cases are under (not saved: --save was empty)", "stdout");
     support_free_run(&run);
 }
@@ -230,23 +238,24 @@ Test(fuzz_campaign, summary_json_escapes_the_candidate_path, .timeout = 60) {
 
 /* ---- planted bugs --------------------------------------------------------------- */
 
-/* Failures not saved: every one listed in the JSON, in order.  The
- * worker runs ahead of the parent, so --max-failures 2 stops the campaign
- * after at least two failures, not exactly two; it does stop early. */
+/* Failures not saved: every one listed in the JSON, in order (with
+ * --max-failures-per-signature large enough to list them all).  The
+ * worker runs ahead of the parent, so --max-failures 1 (one signature)
+ * stops the campaign after at least one failure; it does stop early. */
 Test(fuzz_campaign, failures_listed_without_saving, .timeout = 120) {
     char candidate[256], dir[64], json[128];
     mutant("fp8_truncation", candidate, sizeof candidate);
     support_temp_dir(dir, sizeof dir);
     snprintf(json, sizeof json, "%s/fuzz.json", dir);
     char *argv[] = {"--seed", "1", "--cases", "400", "--jobs", "1", "--candidate", candidate, "--stage", "v41.rope_quant",
-                    "--max-failures", "2", "--save", "", "--json", json, "--quiet"};
+                    "--max-failures", "1", "--max-failures-per-signature", "1000", "--save", "", "--json", json, "--quiet"};
     captured_run run = run_fuzz(ARGC(argv), argv);
     cr_expect_eq(run.status, 1);
     int failures = occurrences(run.out, "FAIL case ");
-    cr_expect_geq(failures, 2, "stdout:\n%s", run.out);
+    cr_expect_geq(failures, 1, "stdout:\n%s", run.out);
     cr_expect_eq(occurrences(run.out, "  shrunk case "), 0, "saved although --save was empty");
     cJSON *root = read_json(json);
-    cr_expect_lt(json_number(root, "cases"), 400, "--max-failures 2 did not stop the campaign");
+    cr_expect_lt(json_number(root, "cases"), 400, "--max-failures 1 did not stop the campaign");
     cr_expect_eq(json_number(root, "failures"), failures);
     const cJSON *list = cJSON_GetObjectItemCaseSensitive(root, "failure_list");
     cr_assert_eq(cJSON_GetArraySize(list), failures);

@@ -1,0 +1,36 @@
+/* Failure signatures: what a failure is, independent of the case that
+ * showed it, so that a campaign can list each distinct failure once and
+ * the shrinker can keep the failure it started from.
+ *
+ * A signature names the stage whose output differs first (a forward's
+ * difference is blamed on its first stage that differs), the check that
+ * failed (bytes, status, padding, threads, permutation ...), the regions
+ * whose elements fail, and a cause class where the differences show a
+ * known one ("wrong values" for any other value difference).  The key
+ * groups failures: stage, check and cause (regions when there is no
+ * comparison to classify). */
+#ifndef KVCMP_FUZZ_SIGNATURE_H
+#define KVCMP_FUZZ_SIGNATURE_H
+
+#include "harness/fuzz/run.h"
+
+typedef struct {
+    char stage[40];
+    char check[32];
+    char regions[120];        /* "NoPE code+scale byte", "" when no comparison */
+    char cause[64];           /* "scale floor", "NaN to fp8" ... or "" */
+    char key[200];            /* what failures are grouped by */
+} kvc_fuzz_signature;
+
+/* The signature of a failing verdict on case c. */
+void kvc_fuzz_signature_of(const kvc_case *c, const kvc_fuzz_verdict *v, kvc_fuzz_signature *s);
+/* The signature of a case whose worker was lost: kind "crash",
+ * "timeout" or "memory", cause how it ended ("signal 11", "exit status
+ * 3", or ""). */
+void kvc_fuzz_signature_of_lost(const kvc_case *c, const char *kind, const char *cause, kvc_fuzz_signature *s);
+/* The cause class a comparison shows, "" when none is known. */
+const char *kvc_fuzz_cause_of(const kvc_compare_report *report);
+/* 64-bit FNV-1a of the key, never 0 (0 marks a free slot of a table). */
+uint64_t kvc_fuzz_signature_hash(const char *key);
+
+#endif

@@ -1,0 +1,19 @@
+/* Plug-in entry of an optimized-backend mutant: the (patched) AVX-512
+ * stages behind the plug-in ABI.  Built by mk/fuzz.mk from a copy of
+ * optimized/ with one file patched; it is loaded only on a CPU with the
+ * AVX-512 subsets, like the backend itself. */
+#include "kvcmp/plugin.h"
+#include "optimized/stages.h"
+
+static const kvcmp_plugin mutant = {
+    .abi_version = KVCMP_PLUGIN_ABI_VERSION,
+    .struct_size = sizeof(kvcmp_plugin),
+    .name = "mutant " KVC_MUTANT_NAME,
+    .v4_save_partial_states = opt_v4_save_partial_states,
+    .v4_compress = opt_v4_compress,
+    .v41_save_compress_norm = opt_v41_save_compress_norm,
+    .v41_rope_quant_insert = opt_v41_rope_quant_insert,
+    .v41_rope_plain_insert = opt_v41_rope_plain_insert,
+};
+
+KVCMP_PLUGIN_EXPORT const kvcmp_plugin *kvcmp_plugin_entry(void) { return &mutant; }
