@@ -467,7 +467,8 @@ static void save_unshrunk(campaign *c, int64_t index, message *m) {
     kvc_gen_case g;
     kvc_gen_make(&gen, index, &g);
     const failure *f = find_failure(c, index);
-    kvc_signature_entry *e = f ? kvc_signature_list_find(&c->signatures, f->result.signature.key) : NULL;
+    const char *key = f ? f->result.signature.key : m->signature.key;
+    kvc_signature_entry *e = key[0] ? kvc_signature_list_find(&c->signatures, key) : NULL;
     if (!g.history && c->o->save_dir[0] && (!e || e->count <= c->o->max_per_signature)) {
         kvc_fuzz_add_expected(&kvc_reference_backend, &g.c);
         /* The conditions the lost check ran under, as the worker drew them. */
@@ -475,8 +476,8 @@ static void save_unshrunk(campaign *c, int64_t index, message *m) {
         kvc_fuzz_conditions k;
         kvc_fuzz_draw_conditions(&target, case_salt(c->o, index), &k);
         cJSON *meta = cJSON_CreateObject();
-        cJSON_AddStringToObject(meta, "failure", f ? f->result.kind : "lost");
-        if (f) cJSON_AddStringToObject(meta, "signature", f->result.signature.key);
+        cJSON_AddStringToObject(meta, "failure", f ? f->result.kind : m->kind[0] ? m->kind : "lost");
+        if (key[0]) cJSON_AddStringToObject(meta, "signature", key);
         cJSON_AddItemToObject(meta, "replay", replay_object(&k));
         free(g.c.meta_json);
         g.c.meta_json = cJSON_PrintUnformatted(meta);

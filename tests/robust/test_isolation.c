@@ -44,13 +44,15 @@ Test(isolation, a_hanging_candidate_times_out_case_by_case, .timeout = 60) {
     temp_paths(dir, sizeof dir, save, json);
     hostile_plugin("hang", plugin, sizeof plugin);
     char *argv[] = {"fuzz", "--seed", "1", "--cases", "4", "--jobs", "2", STAGE, "--timeout", "0.5", "--candidate", plugin,
-                    "--save", save, "--json", json, "--quiet", NULL};
+                    "--max-failures-per-signature", "100", "--save", save, "--json", json, "--quiet", NULL};
     child_run run = run_kvcmp(argv, NULL);
     cr_expect_eq(run.status, 1, "stderr:\n%s", run.err);
     cr_expect_eq(count_of(run.out, "timeout: the worker running this case took longer than 0.5 s (--timeout) and was killed"), 4,
                  "%s", run.out);
-    cr_expect_eq(count_of(run.out, "--timeout 0.5"), 4, "the __REPRO lines lack the time limit:\n%s", run.out);
-    cr_expect_eq(count_of(run.out, "__REPRO: build/kvcmp replay --impl"), 4, "%s", run.out);
+    /* 4 failures of one signature, which the summary lists with its first
+     * case's and its smallest saved case's __REPRO lines: 4 + 1 each. */
+    cr_expect_eq(count_of(run.out, "--timeout 0.5"), 4 + 1, "the __REPRO lines lack the time limit:\n%s", run.out);
+    cr_expect_eq(count_of(run.out, "__REPRO: build/kvcmp replay --impl"), 4 + 1, "%s", run.out);
     /* Two jobs, two rounds of 0.5 s; the bound leaves room for a loaded machine. */
     cr_expect_lt(run.seconds, 8.0, "4 hanging cases on 2 jobs took %.1f s", run.seconds);
     cr_expect_eq(failures_of_kind(json, "timeout"), 4);
@@ -65,7 +67,7 @@ Test(isolation, a_crash_inside_the_shrinker_is_reported_and_replaced, .timeout =
     temp_paths(dir, sizeof dir, save, json);
     hostile_plugin("shrink_crash", plugin, sizeof plugin);
     char *argv[] = {"fuzz", "--seed", "1", "--cases", "3", "--jobs", "1", STAGE, "--candidate", plugin,
-                    "--save", save, "--json", json, "--quiet", NULL};
+                    "--max-failures-per-signature", "100", "--save", save, "--json", json, "--quiet", NULL};
     child_run run = run_kvcmp(argv, NULL);
     cr_expect_eq(run.status, 1, "stderr:\n%s", run.err);
     /* Every case: the first call fails, the shrinker's second kills the worker. */
@@ -88,7 +90,7 @@ Test(isolation, a_hang_inside_the_shrinker_is_killed_at_its_budget, .timeout = 6
     temp_paths(dir, sizeof dir, save, json);
     hostile_plugin("shrink_hang", plugin, sizeof plugin);
     char *argv[] = {"fuzz", "--seed", "1", "--cases", "2", "--jobs", "2", STAGE, "--timeout", "0.3", "--shrink-seconds", "0.3",
-                    "--candidate", plugin, "--save", save, "--json", json, "--quiet", NULL};
+                    "--candidate", plugin, "--max-failures-per-signature", "100", "--save", save, "--json", json, "--quiet", NULL};
     child_run run = run_kvcmp(argv, NULL);
     cr_expect_eq(run.status, 1, "stderr:\n%s", run.err);
     cr_expect_eq(count_of(run.out, "the worker shrinking it took longer than 0.9 s (--shrink-seconds + 2 x --timeout) and was killed"), 2,
@@ -106,7 +108,7 @@ static void expect_crashes(const char *kind, const char *how) {
     temp_paths(dir, sizeof dir, save, json);
     hostile_plugin(kind, plugin, sizeof plugin);
     char *argv[] = {"fuzz", "--seed", "2", "--cases", "4", "--jobs", "2", STAGE, "--candidate", plugin,
-                    "--save", save, "--json", json, "--quiet", NULL};
+                    "--max-failures-per-signature", "100", "--save", save, "--json", json, "--quiet", NULL};
     child_run run = run_kvcmp(argv, NULL);
     cr_expect_eq(run.status, 1, "%s: stderr:\n%s", kind, run.err);
     cr_expect_eq(count_of(run.out, how), 4, "%s:\n%s", kind, run.out);
@@ -131,7 +133,7 @@ Test(isolation, a_leak_fails_the_case_that_crosses_the_limit, .timeout = 60) {
     temp_paths(dir, sizeof dir, save, json);
     hostile_plugin("leak", plugin, sizeof plugin);
     char *argv[] = {"fuzz", "--seed", "1", "--cases", "24", "--jobs", "2", STAGE, "--rss-limit-mb", "100", "--max-failures", "100",
-                    "--candidate", plugin, "--save", save, "--json", json, "--quiet", NULL};
+                    "--candidate", plugin, "--max-failures-per-signature", "100", "--save", save, "--json", json, "--quiet", NULL};
     child_run run = run_kvcmp(argv, NULL);
     cr_expect_eq(run.status, 1, "stderr:\n%s", run.err);
     int memory = count_of(run.out, "memory: the worker's resident memory reached ");
@@ -152,7 +154,7 @@ Test(isolation, runaway_memory_is_killed_inside_the_call, .timeout = 60) {
     temp_paths(dir, sizeof dir, save, json);
     hostile_plugin("balloon", plugin, sizeof plugin);
     char *argv[] = {"fuzz", "--seed", "1", "--cases", "2", "--jobs", "1", STAGE, "--rss-limit-mb", "64", "--timeout", "20",
-                    "--candidate", plugin, "--save", save, "--json", json, "--quiet", NULL};
+                    "--candidate", plugin, "--max-failures-per-signature", "100", "--save", save, "--json", json, "--quiet", NULL};
     child_run run = run_kvcmp(argv, NULL);
     cr_expect_eq(run.status, 1, "stderr:\n%s", run.err);
     cr_expect_eq(count_of(run.out, "memory: the worker running this case grew past 128 MB of resident memory (2 x --rss-limit-mb)"), 2,
@@ -171,7 +173,7 @@ Test(isolation, threads_left_running_do_not_keep_the_campaign_alive, .timeout = 
     temp_paths(dir, sizeof dir, save, json);
     hostile_plugin("threads", plugin, sizeof plugin);
     char *argv[] = {"fuzz", "--seed", "1", "--cases", "30", "--jobs", "2", STAGE, "--candidate", plugin,
-                    "--save", save, "--json", json, "--quiet", NULL};
+                    "--max-failures-per-signature", "100", "--save", save, "--json", json, "--quiet", NULL};
     child_run run = run_kvcmp(argv, NULL);
     cr_expect_eq(run.status, 0, "%s\n%s", run.out, run.err);
     expect_text(run.out, "fuzz: 30 cases in ", "stdout");
@@ -189,7 +191,7 @@ Test(isolation, a_worker_killed_from_outside_is_reported_and_replaced, .timeout 
     temp_paths(dir, sizeof dir, save, json);
     hostile_plugin("hang", plugin, sizeof plugin);
     char *argv[] = {"fuzz", "--seed", "1", "--cases", "2", "--jobs", "1", STAGE, "--timeout", "30", "--candidate", plugin,
-                    "--save", save, "--json", json, "--quiet", NULL};
+                    "--max-failures-per-signature", "100", "--save", save, "--json", json, "--quiet", NULL};
     child_options opt = {.kill_workers = 2};
     child_run run = run_kvcmp(argv, &opt);
     cr_expect_eq(run.status, 1, "stderr:\n%s", run.err);
