@@ -34,6 +34,7 @@
 #include "harness/report/run_info.h"
 #include "harness/fuzz/signature.h"
 #include "harness/fuzz/signature_list.h"
+#include "harness/fuzz/dimensions.h"
 
 #define MAX_JOBS 16
 #define MAX_REPORTED_FAILURES 64
@@ -85,6 +86,7 @@ typedef struct {
     int64_t tokens_before, tokens_after;
     int64_t page_padding;     /* MSG_SAVED: of the saved case's replay */
     kvc_fuzz_signature signature;  /* MSG_RESULT of a failure, MSG_SAVED */
+    kvc_case_coverage coverage;    /* MSG_RESULT: what the case exercised */
 } message;
 
 static double now_seconds(void) {
@@ -292,6 +294,10 @@ static int run_one(worker *w, int64_t index) {
     m.outcome = v.outcome;
     snprintf(m.kind, sizeof m.kind, "%s", v.kind);
     snprintf(m.detail, sizeof m.detail, "%.560s%s%s", v.detail, g.invalid[0] ? "; input corrupted on purpose: " : "", g.invalid);
+    kvc_case_coverage_of(&g, &m.coverage);
+    m.coverage.threads = g.history ? w->target.threads : v.conditions.threads;
+    m.coverage.other_threads = v.conditions.other_threads;
+    m.coverage.rejected = !g.history && v.outcome != KVC_FUZZ_SKIP && v.reference_status != KVC_OK;
     if (v.outcome == KVC_FUZZ_FAIL) {
         kvc_fuzz_signature_of(&g.c, &v, &m.signature);
         if (g.history) {   /* no single case: the history variant is the stage */
@@ -362,6 +368,7 @@ typedef struct {
     int write_failed;         /* a case or the summary could not be written */
     int interrupted;          /* the signal that stopped the campaign */
     kvc_signature_list signatures;
+    kvc_coverage_tally coverage;
 } campaign;
 
 static int stages_seen(const campaign *c) {
@@ -409,6 +416,7 @@ static failure *find_failure(campaign *c, int64_t index) {
 
 static void on_result(campaign *c, const message *m) {
     c->cases++;
+    kvc_coverage_add(&c->coverage, &m->coverage);
     tally *tv = &c->by_variant[m->variant], *tf = &c->by_family[m->family];
     tv->cases++; tf->cases++;
     tv->invalid += m->invalid; tf->invalid += m->invalid;
@@ -527,6 +535,7 @@ static void print_summary(campaign *c, double elapsed) {
         if (t->cases) printf("  %-34s %7lld %7lld %7lld %7lld\n", kvc_family_name(f), (long long)t->cases, (long long)t->invalid,
                              (long long)t->skipped, (long long)t->failures);
     }
+    kvc_coverage_print(stdout, &c->coverage);
     printf("fuzz: %lld cases in %.1f s (%.0f cases/s), candidate %s, policy %s, seed %llu: %lld failure%s",
            (long long)c->cases, elapsed, elapsed > 0 ? (double)c->cases / elapsed : 0.0, c->candidate_label, policy_name(c->o->policy),
            (unsigned long long)c->o->seed, (long long)c->failures, c->failures == 1 ? "" : "s");
@@ -609,6 +618,7 @@ static cJSON *summary_json(campaign *c, double elapsed) {
     cJSON_AddNumberToObject(root, "distinct_failures", c->signatures.count);
     cJSON_AddNumberToObject(root, "max_failures_per_signature", o->max_per_signature);
     cJSON_AddItemToObject(root, "signatures", kvc_signature_list_json(&c->signatures));
+    cJSON_AddItemToObject(root, "coverage", kvc_coverage_json(&c->coverage));
     cJSON *per_variant = cJSON_AddObjectToObject(root, "per_variant");
     for (int v = 0; v < kvc_variant_count(); v++)
         if (c->by_variant[v].cases) cJSON_AddItemToObject(per_variant, kvc_variant(v)->name, tally_json(&c->by_variant[v]));

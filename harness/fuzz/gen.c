@@ -16,7 +16,13 @@
 static const char *const family_names[KVC_FAM_COUNT] = {
     "normal", "heavy_tail", "tiny", "pow2_edge", "fp8_ties", "exp_underflow",
     "huge_scores", "nonfinite", "small_weight", "cancellation", "rounding_probe",
+    "bit_patterns", "mixed", "exp_boundary",
 };
+static const char *const dimension_names[KVC_DIM_COUNT] = {
+    "wide_batch", "high_positions", "negative_zero_kv", "raw_bf16", "adversarial_fp8_scale",
+};
+const char *kvc_dimension_name(int bit_index) { return bit_index >= 0 && bit_index < KVC_DIM_COUNT ? dimension_names[bit_index] : "?"; }
+
 const char *kvc_family_name(int family) { return family >= 0 && family < KVC_FAM_COUNT ? family_names[family] : "?"; }
 
 uint32_t kvc_family_mask(const char *list, char *bad, size_t bad_size) {
@@ -104,6 +110,35 @@ static float nonfinite(kvc_rng *r) {
     }
 }
 
+/* Raw fp32 bit patterns: NaNs of both signs with payloads (quiet and
+ * signalling), signed zeros, subnormals, the extremes. */
+static float raw_pattern(kvc_rng *r) {
+    static const uint32_t patterns[] = {
+        0x00000000u, 0x80000000u, 0x7FC00000u, 0xFFC00000u, 0x7F800001u, 0xFF800001u, 0x7FBFFFFFu, 0xFFFFFFFFu,
+        0x7FC00001u, 0x7F800000u, 0xFF800000u, 0x00000001u, 0x807FFFFFu, 0x7F7FFFFFu, 0xFF7FFFFFu, 0x00800000u,
+    };
+    uint32_t u = patterns[kvc_rng_below(r, (int64_t)(sizeof patterns / sizeof *patterns))];
+    if (kvc_rng_chance(r, 1, 4) && (u & 0x7F800000u) == 0x7F800000u && (u & 0x7FFFFFu))
+        u = (u & 0xFFC00000u) | (uint32_t)kvc_rng_range(r, 1, 0x3FFFFF);   /* another payload */
+    return kvc_f32_from_bits(u);
+}
+
+/* The inputs whose exp lies next to an fp32 rounding boundary
+ * (fixtures/exp-boundaries/README.md says how they were found). */
+static const double exp_boundaries[] = {
+#include "fixtures/exp-boundaries/exp_boundaries.inc"
+};
+
+/* Roles drawn from families that meet badly: kv far above 1, weights
+ * that underflow, scores spread past exp's range. */
+static float mixed_value(kvc_rng *r, int role) {
+    switch (role) {
+    case KVC_ROLE_WEIGHT: return scaled(r, 0.5f + kvc_rng_unit(r), -26, -12);
+    case KVC_ROLE_SCORE: return kvc_rng_chance(r, 1, 2) ? normal(r) * 60.0f : normal(r);
+    default: return kvc_rng_chance(r, 1, 2) ? scaled(r, normal(r), 20, 60) : scaled(r, normal(r), -40, -16);
+    }
+}
+
 /* fp32 subnormals and values straddling the fp8/bf16 grids. */
 static float grid_value(kvc_rng *r) {
     switch (kvc_rng_below(r, 4)) {
@@ -116,6 +151,17 @@ static float grid_value(kvc_rng *r) {
 
 float kvc_gen_value(kvc_rng *r, int family, int role) {
     if (role == KVC_ROLE_COS_SIN) return kvc_rng_unit(r) * 2.0f - 1.0f;
+    if (family == KVC_FAM_MIXED) return mixed_value(r, role);
+    if (family == KVC_FAM_BIT_PATTERNS && role != KVC_ROLE_WEIGHT && kvc_rng_chance(r, 1, role == KVC_ROLE_SCORE ? 16 : 6))
+        return raw_pattern(r);
+    /* A score of 0 (the window's maximum, often) or a boundary input;
+     * a quarter of them, as the reference's exp takes its slow MPFR path on each. */
+    if (family == KVC_FAM_EXP_BOUNDARY && role == KVC_ROLE_SCORE) {
+        if (kvc_rng_chance(r, 1, 2)) return 0.0f;
+        if (kvc_rng_chance(r, 1, 2))
+            return (float)exp_boundaries[kvc_rng_below(r, (int64_t)(sizeof exp_boundaries / sizeof *exp_boundaries))];
+        return -kvc_rng_unit(r) * 8.0f;
+    }
     if (role == KVC_ROLE_WEIGHT) {
         switch (family) {
         case KVC_FAM_SMALL_WEIGHT: return scaled(r, 0.5f + kvc_rng_unit(r), -12, -5);
@@ -176,7 +222,7 @@ static void edge_block(kvc_rng *r, float *block, int family) {
 /* ---- case assembly --------------------------------------------------- */
 
 #define MAX_TOKENS 96
-#define MAX_REQUESTS 4
+#define MAX_REQUESTS 16   /* a wide batch; most cases have 1 to 3 */
 
 typedef struct {
     kvc_rng *r;
@@ -192,6 +238,10 @@ typedef struct {
     int64_t slot[MAX_TOKENS];
     int64_t kv_slot[MAX_TOKENS];
     int64_t start[MAX_REQUESTS], count[MAX_REQUESTS];
+    unsigned dimensions;     /* KVC_DIM_* */
+    float fp8_scale;         /* an adversarial per-tensor scale, or 0 */
+    float fp8_probe;         /* the bf16 value whose fp8 code it splits */
+    const char *rule;        /* the validation rule a corruption targets */
 } gen;
 
 static void *tensor(gen *g, const char *name, kvc_dtype dtype, int ndim, int64_t d0, int64_t d1, int64_t d2) {
@@ -227,7 +277,29 @@ static int closing(const gen *g, int64_t t) { return g->slot[t] >= 0 && (g->pos[
 
 /* Requests with a history before this step and a chunk in it: chunked
  * prefill, decode, or a speculative step of a few tokens. */
+/* Many requests of one or two tokens each, every request's last token a
+ * closing one: enough closing tokens per call for the token-parallel
+ * paths and uneven partitions (R = 4 and R = 2 only: R = 128 windows
+ * are too costly for the reference). */
+static void plan_wide_batch(gen *g, int max_history) {
+    g->num_requests = (int)kvc_rng_range(g->r, 5, MAX_REQUESTS);
+    g->T = 0;
+    g->dimensions |= KVC_DIM_WIDE_BATCH;
+    for (int q = 0; q < g->num_requests; q++) {
+        int64_t n = kvc_rng_range(g->r, 1, 2);
+        int64_t history = kvc_rng_range(g->r, 0, max_history / g->ratio) * g->ratio + g->ratio - n;
+        g->start[q] = history;
+        g->count[q] = n;
+        for (int64_t i = 0; i < n; i++, g->T++) {
+            g->pos[g->T] = history + i;
+            g->req[g->T] = q;
+            g->slot[g->T] = 0;
+        }
+    }
+}
+
 static void plan_requests(gen *g, int max_history, int max_chunk) {
+    if (g->ratio != 128 && kvc_rng_chance(g->r, 1, 16)) { plan_wide_batch(g, max_history); return; }
     g->num_requests = (int)kvc_rng_range(g->r, 1, 3);
     g->T = 0;
     for (int q = 0; q < g->num_requests; q++) {
@@ -267,7 +339,21 @@ static void append_padding(gen *g) {
     }
 }
 
+/* Save stages read positions only modulo R, the ring size and the state
+ * block: move them across the contract's range (SPEC.md 2: up to 2^40)
+ * by a multiple of 4096, which keeps every slot what it is. */
+static void move_positions_high(gen *g) {
+    static const int64_t offsets[] = {((int64_t)1 << 31) - 4096, (int64_t)1 << 31, ((int64_t)1 << 32) - 4096, (int64_t)1 << 32,
+                                      ((int64_t)1 << 40) - 65536};
+    int saves = g->stage == KVC_STAGE_V4_SAVE_PARTIAL_STATES || g->stage == KVC_STAGE_V41_SAVE_COMPRESS_NORM;
+    if (!saves || !kvc_rng_chance(g->r, 1, 10)) return;
+    int64_t offset = offsets[kvc_rng_below(g->r, (int64_t)(sizeof offsets / sizeof *offsets))];
+    for (int64_t t = 0; t < g->T; t++) g->pos[t] += offset;
+    g->dimensions |= KVC_DIM_HIGH_POSITIONS;
+}
+
 static void put_positions(gen *g) {
+    move_positions_high(g);
     int64_t *positions = tensor(g, "positions", KVC_DT_I8, 1, g->T, 0, 0);
     int64_t *slots = tensor(g, "slot_mapping", KVC_DT_I8, 1, g->T, 0, 0);
     memcpy(positions, g->pos, (size_t)g->T * 8);
@@ -399,6 +485,14 @@ static void put_latent_values(gen *g, uint16_t *latent, int64_t tokens) {
     }
 }
 
+/* Three in four NoPE values +-x0 (adversarial_fp8_scale), each one whose
+ * fp8 code x * RN(1/s) and x / s disagree on. */
+static void put_scaled_midpoints(gen *g, uint16_t *latent) {
+    for (int64_t t = 0; t < g->T; t++)
+        for (int d = 0; d < 448; d++)
+            if (kvc_rng_chance(g->r, 3, 4)) latent[t * 512 + d] = kvc_bf16_from_f32(random_sign(g->r, g->fp8_probe));
+}
+
 static void put_norm_weight_bf16(gen *g) {
     uint16_t *w = tensor(g, "norm_weight", KVC_DT_U2, 1, 512, 0, 0);
     for (int d = 0; d < 512; d++) w[d] = kvc_bf16_from_f32(kvc_gen_value(g->r, g->family, KVC_ROLE_WEIGHT));
@@ -431,13 +525,34 @@ static void plan_v41_ring(gen *g) {
 
 /* R = 1: independent tokens; slot_mapping only marks them valid. */
 static void plan_v41_plain(gen *g) {
-    g->T = kvc_rng_range(g->r, 1, 6);
+    g->T = kvc_rng_chance(g->r, 1, 16) ? kvc_rng_range(g->r, 17, 40) : kvc_rng_range(g->r, 1, 6);
+    if (g->T > 6) g->dimensions |= KVC_DIM_WIDE_BATCH;
     g->num_requests = 1;
     for (int64_t t = 0; t < g->T; t++) {
         g->pos[t] = kvc_rng_below(g->r, 300);
         g->req[t] = 0;
         g->slot[t] = kvc_rng_chance(g->r, 1, 8) ? -1 : t;
     }
+}
+
+/* A scale s = RN(x0 / m0), x0 a bf16 value, m0 an fp8 midpoint (an odd
+ * 5-bit significand: 17..31 times 2^k), for which x0 * RN(1/s) and
+ * RN(x0 / s) land on different sides of m0, or one on it: the fp8 code
+ * of x0 then depends on which of the two a kernel computes (the contract
+ * multiplies by RN(1/s), SPEC.md 5).  0 when 32 tries find none. */
+static int adversarial_fp8_scale(gen *g) {
+    for (int attempt = 0; attempt < 32; attempt++) {
+        float x0 = ldexpf((float)kvc_rng_range(g->r, 128, 255), (int)kvc_rng_range(g->r, -12, 2));
+        float m0 = ldexpf((float)(2 * kvc_rng_range(g->r, 8, 15) + 1), (int)kvc_rng_range(g->r, -10, 3));
+        float s = x0 / m0, r = 1.0f / s;
+        if (!(s > 0.0f) || !isfinite(s) || !isfinite(r)) continue;
+        if (kvc_fp8_from_f32(x0 * r) != kvc_fp8_from_f32(x0 / s)) {
+            g->fp8_scale = s;
+            g->fp8_probe = x0;
+            return 1;
+        }
+    }
+    return 0;
 }
 
 static void put_kv_cache_v41(gen *g, kvc_cache_dtype dtype) {
@@ -452,6 +567,10 @@ static void put_kv_cache_v41(gen *g, kvc_cache_dtype dtype) {
     if (dtype == KVC_CACHE_FP8_E4M3) {
         float *scale = tensor(g, "fp8_scale", KVC_DT_F4, 1, 1, 0, 0);
         scale[0] = kvc_rng_chance(g->r, 1, 2) ? scaled(g->r, 1.0f, -12, 6) : scaled(g->r, 0.5f + kvc_rng_unit(g->r), -10, 4);
+        if (kvc_rng_chance(g->r, 1, 3) && adversarial_fp8_scale(g)) {
+            scale[0] = g->fp8_scale;
+            g->dimensions |= KVC_DIM_FP8_SCALE;
+        }
     }
 }
 
@@ -487,7 +606,8 @@ static void gen_v41_norm(gen *g, int forward) {
 static void gen_v41_insert(gen *g, kvc_cache_dtype dtype) {
     g->ratio = (int32_t)kvc_rng_range(g->r, 1, 2);
     g->c->compress_ratio = g->ratio;
-    g->T = kvc_rng_range(g->r, 1, 8);
+    g->T = kvc_rng_chance(g->r, 1, 16) ? kvc_rng_range(g->r, 17, 48) : kvc_rng_range(g->r, 1, 8);
+    if (g->T > 8) g->dimensions |= KVC_DIM_WIDE_BATCH;
     g->num_requests = 1;
     for (int64_t t = 0; t < g->T; t++) {
         g->pos[t] = kvc_rng_below(g->r, 400);
@@ -496,8 +616,44 @@ static void gen_v41_insert(gen *g, kvc_cache_dtype dtype) {
     put_kv_cache_v41(g, dtype);
     for (int64_t t = 0; t < g->T; t++) g->slot[t] = g->kv_slot[t];
     put_positions(g);
-    put_latent_values(g, tensor(g, "latent", KVC_DT_U2, 2, g->T, 512, 0), g->T);
+    uint16_t *latent = tensor(g, "latent", KVC_DT_U2, 2, g->T, 512, 0);
+    put_latent_values(g, latent, g->T);
+    if (g->fp8_scale != 0.0f) put_scaled_midpoints(g, latent);
     put_cos_sin(g);
+}
+
+/* ---- raw bit patterns ------------------------------------------------- */
+
+/* Every kv entry -0 (V4 kv and state kv halves, V4.1 kv_score kv
+ * halves and ring kv halves): a window whose pooled value must be -0. */
+static void negative_zero_kv(gen *g) {
+    const float minus_zero = kvc_f32_from_bits(0x80000000u);
+    int64_t width = g->stage < KVC_STAGE_V41_SAVE_COMPRESS_NORM ? (int64_t)kvc_v4_coff(g->ratio) * g->head_dim : 512;
+    kvc_array *kv = kvc_case_get(g->c, "kv"), *state = kvc_case_get(g->c, "state_cache"), *rows = kvc_case_get(g->c, "kv_score");
+    for (int64_t i = 0; kv && i < kv->count; i++) ((float *)kv->data)[i] = minus_zero;
+    for (int64_t i = 0; state && i < state->count; i++)
+        if (i % (2 * width) < width) ((float *)state->data)[i] = minus_zero;
+    int64_t row = rows && rows->ndim == 2 ? rows->shape[1] : 1;
+    for (int64_t i = 0; rows && i < rows->count; i++)
+        if (i % row < 512) ((float *)rows->data)[i] = minus_zero;
+    g->dimensions |= KVC_DIM_NEG_ZERO_KV;
+}
+
+/* Raw bf16 patterns over a share of a bf16 input: NaN payloads of both
+ * signs (quiet and signalling), signed zeros, subnormals, extremes. */
+static void raw_bf16(gen *g, const char *name, int one_in) {
+    static const uint16_t patterns[] = {0x8000, 0x0000, 0x7FC1, 0xFFC0, 0x7F81, 0xFFFF, 0x0001, 0x807F, 0x7F80, 0xFF80, 0x7F7F, 0x0080};
+    kvc_array *a = kvc_case_get(g->c, name);
+    if (!a || a->dtype != KVC_DT_U2) return;
+    for (int64_t i = 0; i < a->count; i++)
+        if (kvc_rng_chance(g->r, 1, one_in)) ((uint16_t *)a->data)[i] = patterns[kvc_rng_below(g->r, 12)];
+    g->dimensions |= KVC_DIM_RAW_BF16;
+}
+
+static void apply_bit_patterns(gen *g) {
+    if (kvc_rng_chance(g->r, 1, 3)) negative_zero_kv(g);
+    if (g->stage == KVC_STAGE_V41_ROPE_QUANT_INSERT || g->stage == KVC_STAGE_V41_ROPE_PLAIN_INSERT) raw_bf16(g, "latent", 8);
+    if (kvc_rng_chance(g->r, 1, 4)) raw_bf16(g, "norm_weight", 64);
 }
 
 /* ---- invalid metadata ------------------------------------------------ */
@@ -512,6 +668,62 @@ static int64_t pick_token(gen *g, const int64_t *slots, int need_closing) {
 
 /* Corrupt one piece of metadata so the stage must reject the case (or,
  * when the corrupted token is never read, must ignore it). */
+/* The V4.1 ring and V4 window rules that need a whole request, one per
+ * kind (10-14); 0 when this case has nothing the rule could break. */
+static int corrupt_targeted(gen *g, int kind, char *what, size_t what_size) {
+    kvc_case *c = g->c;
+    kvc_array *slots = kvc_case_get(c, "slot_mapping"), *positions = kvc_case_get(c, "positions");
+    kvc_array *qsl = kvc_case_get(c, "query_start_loc"), *ring = kvc_case_get(c, "state_cache");
+    int64_t *s = slots->data, *p = positions->data;
+    if (kind == 14) {   /* a closing token's window column past max_blocks */
+        kvc_array *table = kvc_case_get(c, "block_table"), *kv_slots = kvc_case_get(c, "kv_slot_mapping");
+        if (!table || !kv_slots || !ring || c->stage == KVC_STAGE_V4_SAVE_PARTIAL_STATES) return 0;
+        int64_t t = pick_token(g, kv_slots->data, 1), bs = ring->shape[1];
+        if (t < 0 || s[t] < 0 || p[t] / bs < 1 || p[t] / bs >= table->shape[1]) return 0;
+        int64_t rows = table->shape[0], cols = p[t] / bs, old_cols = table->shape[1];
+        int32_t *narrow = table->data;
+        for (int64_t r = 0; r < rows; r++) memmove(narrow + r * cols, narrow + r * old_cols, (size_t)cols * 4);
+        table->shape[1] = cols;
+        table->count = rows * cols;
+        g->rule = "window-column-past-table";
+        snprintf(what, what_size, "block_table cut to %lld columns (token %lld reads column %lld)", (long long)cols,
+                 (long long)t, (long long)(p[t] / bs));
+        return 1;
+    }
+    if (!qsl || !ring || c->compress_ratio != 2) return 0;
+    int32_t *q = qsl->data;
+    int64_t requests = qsl->count - 1, cap = ring->shape[1];
+    if (kind == 11) {   /* a valid slot after query_start_loc[NR] */
+        if (q[requests] >= g->T) return 0;
+        s[g->T - 1] = p[g->T - 1] % cap;
+        g->rule = "slot-after-batch";
+        snprintf(what, what_size, "padding token %lld given a valid slot", (long long)(g->T - 1));
+        return 1;
+    }
+    int64_t req = kvc_rng_below(g->r, requests), first = q[req], last = q[req + 1] - 1;
+    if (kind == 12) {   /* two requests naming one ring block */
+        int64_t other = (req + 1) % requests;
+        if (requests < 2 || s[first] < 0 || q[other + 1] <= q[other]) return 0;
+        for (int64_t t = q[other]; t < q[other + 1]; t++)
+            if (s[t] >= 0) s[t] = s[first] / cap * cap + p[t] % cap;
+        g->rule = "ring-block-shared";
+        snprintf(what, what_size, "requests %lld and %lld name one ring block", (long long)req, (long long)other);
+        return 1;
+    }
+    if (last <= first || s[last] < 0 || s[first] < 0) return 0;
+    if (kind == 10) {   /* positions not consecutive within the chunk (the ring row kept) */
+        p[last] += cap;
+        g->rule = "positions-not-consecutive";
+        snprintf(what, what_size, "positions[%lld] jumps by CAP + 1 in request %lld", (long long)last, (long long)req);
+        return 1;
+    }
+    /* kind 13: two ring blocks within one request */
+    s[last] = (s[last] / cap + 1) % ring->shape[0] * cap + s[last] % cap;
+    g->rule = "two-ring-blocks";
+    snprintf(what, what_size, "slot_mapping[%lld] names another ring block than request %lld's", (long long)last, (long long)req);
+    return 1;
+}
+
 static void corrupt(gen *g, char *what, size_t what_size) {
     kvc_case *c = g->c;
     kvc_array *slots = kvc_case_get(c, "slot_mapping"), *kv_slots = kvc_case_get(c, "kv_slot_mapping");
@@ -521,15 +733,22 @@ static void corrupt(gen *g, char *what, size_t what_size) {
     int64_t *s = slots->data;
     for (int attempt = 0; attempt < 8; attempt++) {
         int64_t t;
-        switch (kvc_rng_below(g->r, 10)) {
+        int kind = (int)kvc_rng_below(g->r, 15);
+        if (kind >= 10) {
+            if (corrupt_targeted(g, kind, what, what_size)) return;
+            continue;
+        }
+        switch (kind) {
         case 0:
             if ((t = pick_token(g, s, 0)) < 0) break;
             s[t] += 1000000;
+            g->rule = "slot-out-of-range";
             snprintf(what, what_size, "slot_mapping[%lld] out of range", (long long)t);
             return;
         case 1:
             if (!kv_slots || (t = pick_token(g, kv_slots->data, 1)) < 0) break;
             ((int64_t *)kv_slots->data)[t] = 1 << 30;
+            g->rule = "kv-slot-out-of-range";
             snprintf(what, what_size, "kv_slot_mapping[%lld] out of range", (long long)t);
             return;
         case 2: {
@@ -537,6 +756,7 @@ static void corrupt(gen *g, char *what, size_t what_size) {
             int64_t a = pick_token(g, target, 1), b = pick_token(g, target, 1);
             if (a < 0 || a == b || b < 0 || c->stage == KVC_STAGE_V41_SAVE_COMPRESS_NORM) break;
             target[b] = target[a];
+            g->rule = "two-writers";
             snprintf(what, what_size, "two writers of one row (%lld, %lld)", (long long)a, (long long)b);
             return;
         }
@@ -544,43 +764,51 @@ static void corrupt(gen *g, char *what, size_t what_size) {
             if (!table || !table->count) break;
             t = kvc_rng_below(g->r, table->count);
             ((int32_t *)table->data)[t] = kvc_rng_chance(g->r, 1, 2) ? -1 : 1 << 20;
+            g->rule = "block-table-entry";
             snprintf(what, what_size, "block_table entry out of range");
             return;
         case 4:
             if (!t2r || (t = pick_token(g, s, 1)) < 0) break;
             ((int32_t *)t2r->data)[t] = kvc_rng_chance(g->r, 1, 2) ? -1 : 7;
+            g->rule = "token-to-req";
             snprintf(what, what_size, "token_to_req[%lld] wrong", (long long)t);
             return;
         case 5:
             if ((t = pick_token(g, s, 0)) < 0) break;
             ((int64_t *)positions->data)[t] = kvc_rng_chance(g->r, 1, 2) ? -1 - kvc_rng_below(g->r, 5) : ((int64_t)1 << 41);
+            g->rule = "position-out-of-range";
             snprintf(what, what_size, "positions[%lld] out of range", (long long)t);
             return;
         case 6:
             if (!cos_sin || cos_sin->shape[0] < 2) break;
             cos_sin->shape[0] = kvc_rng_range(g->r, 0, 1) ? 1 : cos_sin->shape[0] / 2;
             cos_sin->count = cos_sin->shape[0] * 64;
+            g->rule = "cos-sin-too-short";
             snprintf(what, what_size, "cos_sin table too short");
             return;
         case 7:
             if (!qsl || qsl->count < 2) break;
             t = kvc_rng_range(g->r, 0, qsl->count - 1);
             ((int32_t *)qsl->data)[t] += kvc_rng_chance(g->r, 1, 2) ? 3 : -2;
+            g->rule = "query-start-loc";
             snprintf(what, what_size, "query_start_loc corrupted");
             return;
         case 8:
             if (!scale) break;
             ((float *)scale->data)[0] = kvc_rng_chance(g->r, 1, 2) ? 0.0f : kvc_f32_from_bits(0x7F800000u);
+            g->rule = "fp8-scale";
             snprintf(what, what_size, "fp8_scale not finite and > 0");
             return;
         default:
             if (c->stage < KVC_STAGE_V41_SAVE_COMPRESS_NORM || c->compress_ratio != 2 || (t = pick_token(g, s, 0)) < 0) break;
             s[t] ^= 1;   /* ring row no longer p % CAP */
+            g->rule = "ring-row";
             snprintf(what, what_size, "slot_mapping[%lld] not at ring row p %% CAP", (long long)t);
             return;
         }
     }
     c->eps = kvc_rng_chance(g->r, 1, 2) ? -1.0f : kvc_f32_from_bits(0x7FC00000u);
+    g->rule = "eps";
     snprintf(what, what_size, "eps out of range");
 }
 
@@ -619,9 +847,12 @@ int kvc_gen_make_from(const kvc_gen_config *config, kvc_rng *r, kvc_gen_case *ou
     default: gen_v41_insert(&g, (kvc_cache_dtype)v->cache_dtype); break;
     }
     out->c.eps = pick_eps(&g);
+    if (out->family == KVC_FAM_BIT_PATTERNS) apply_bit_patterns(&g);
     if (out->family == KVC_FAM_ROUNDING_PROBE) kvc_probe_apply(r, &out->c);
     if (config->invalid_per_mille && kvc_rng_below(r, 1000) < config->invalid_per_mille)
         corrupt(&g, out->invalid, sizeof out->invalid);
+    out->dimensions = g.dimensions;
+    out->rule = g.rule;
     snprintf(out->c.source, sizeof out->c.source, "kvcmp-fuzz seed %llu variant %s family %s%s%s",
              (unsigned long long)config->seed, v->name, family_names[out->family], out->invalid[0] ? " invalid: " : "",
              out->invalid);

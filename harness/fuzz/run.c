@@ -138,7 +138,7 @@ static kvc_fuzz_outcome compare_runs(const kvc_fuzz_target *t, const kvc_case *c
 /* Thread counts of the varied-threads dimension: odd counts leave a
  * remainder in every static partition; 8 reaches the token-parallel
  * paths of small batches. */
-static const int candidate_thread_counts[] = {1, 1, 1, 2, 3, 4, 5, 7, 8};
+static const int candidate_thread_counts[] = {1, 1, 1, 1, 1, 2, 2, 3, 3, 4, 5, 7, 8};
 static const int other_thread_counts[] = {2, 3, 5, 7};
 
 /* The candidate side's conditions, all drawn from the salt. */

@@ -3,6 +3,7 @@
  * optimized/ with one file patched; it is loaded only on a CPU with the
  * AVX-512 subsets, like the backend itself. */
 #include "kvcmp/plugin.h"
+#include "optimized/optimized.h"
 #include "optimized/stages.h"
 
 static const kvcmp_plugin mutant = {
@@ -17,3 +18,8 @@ static const kvcmp_plugin mutant = {
 };
 
 KVCMP_PLUGIN_EXPORT const kvcmp_plugin *kvcmp_plugin_entry(void) { return &mutant; }
+
+/* As the fuzzer runs the built-in backend (harness/fuzz/run.c): every
+ * allowed thread on every call, so that a race or a partition bug of a
+ * small call shows at the thread counts the fuzzer draws. */
+__attribute__((constructor)) static void use_every_allowed_thread(void) { kvc_optimized_set_thread_work(0); }

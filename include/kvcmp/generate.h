@@ -24,6 +24,12 @@ typedef enum {
     KVC_FAM_SMALL_WEIGHT,    /* norm weights that put blocks under 448*2^-14 */
     KVC_FAM_CANCELLATION,    /* magnitudes far apart: summation order shows */
     KVC_FAM_ROUNDING_PROBE,  /* outputs placed exactly on bf16 ties */
+    KVC_FAM_BIT_PATTERNS,    /* raw bit patterns: NaN payloads, signalling NaNs, signed zeros
+                                (whole -0 kv windows), subnormals, extremes, in fp32 and bf16 */
+    KVC_FAM_MIXED,           /* roles from different families: huge kv, underflowing
+                                weights, score spreads past exp's range */
+    KVC_FAM_EXP_BOUNDARY,    /* scores x - 0 whose exp lies next to an fp32 rounding
+                                boundary (fixtures/exp-boundaries) */
     KVC_FAM_COUNT
 } kvc_family;
 
@@ -60,12 +66,26 @@ typedef struct {
     uint32_t family_mask;    /* value families to draw from, 0 = all */
 } kvc_gen_config;
 
+/* Generator dimensions besides the value family (bits of
+ * kvc_gen_case.dimensions), each a share of the default mix. */
+enum {
+    KVC_DIM_WIDE_BATCH = 1u << 0,    /* many requests / closing tokens: token-parallel paths */
+    KVC_DIM_HIGH_POSITIONS = 1u << 1,/* positions moved past 2^31, 2^32 or near 2^40 */
+    KVC_DIM_NEG_ZERO_KV = 1u << 2,   /* every kv entry -0 */
+    KVC_DIM_RAW_BF16 = 1u << 3,      /* raw bf16 NaN payloads, -0, subnormals in bf16 inputs */
+    KVC_DIM_FP8_SCALE = 1u << 4,     /* an fp8 scale where x * RN(1/s) and x / s round apart */
+    KVC_DIM_COUNT = 5
+};
+const char *kvc_dimension_name(int bit_index);
+
 typedef struct {
     kvc_case c;
     int variant;
     int family;
     char invalid[96];        /* corruption applied ("" = none) */
     int history;             /* 1: a history variant; c is unused */
+    unsigned dimensions;     /* KVC_DIM_* bits */
+    const char *rule;        /* the validation rule the corruption targets, or NULL */
 } kvc_gen_case;
 
 /* Case `index` of the campaign (stream `index` of the seed). */

@@ -1,0 +1,121 @@
+/* Campaign coverage per generator dimension: see dimensions.h. */
+#include "harness/fuzz/dimensions.h"
+
+#include <string.h>
+
+#include "kvcmp/validate.h"
+
+static const char *const closing_names[KVC_CLOSING_BUCKETS] = {"0", "1", "2-3", "4-7", "8-15", "16+"};
+static const char *const position_names[KVC_POSITION_BUCKETS] = {"none", "< 2^8", "< 2^16", "< 2^31", "< 2^32", ">= 2^32"};
+
+static int closing_bucket(int64_t n) { return n <= 0 ? 0 : n == 1 ? 1 : n < 4 ? 2 : n < 8 ? 3 : n < 16 ? 4 : 5; }
+static int position_bucket(int64_t p) {
+    if (p < 0) return 0;
+    if (p < 256) return 1;
+    if (p < 65536) return 2;
+    return p < ((int64_t)1 << 31) ? 3 : p < ((int64_t)1 << 32) ? 4 : 5;
+}
+
+void kvc_case_coverage_of(const kvc_gen_case *g, kvc_case_coverage *k) {
+    memset(k, 0, sizeof *k);
+    k->max_position = -1;
+    k->dimensions = g->dimensions;
+    k->rule = g->rule;
+    kvc_array *positions = kvc_case_get(&g->c, "positions"), *slots = kvc_case_get(&g->c, "slot_mapping");
+    int32_t ratio = g->c.compress_ratio > 0 ? g->c.compress_ratio : 1;
+    for (int64_t t = 0; positions && slots && t < positions->count && t < slots->count; t++) {
+        int64_t p = ((int64_t *)positions->data)[t];
+        if (((int64_t *)slots->data)[t] < 0) continue;
+        if (p > k->max_position) k->max_position = p;
+        k->closing_tokens += p >= 0 && kvc_is_closing(p, ratio);
+    }
+}
+
+static int64_t *thread_slot(int64_t *counts, int threads) {
+    return &counts[threads > KVC_MAX_COUNTED_THREADS ? KVC_MAX_COUNTED_THREADS : threads];
+}
+
+void kvc_coverage_add(kvc_coverage_tally *t, const kvc_case_coverage *k) {
+    t->cases++;
+    if (k->threads > 0) (*thread_slot(t->threads, k->threads))++;
+    if (k->other_threads > 0) (*thread_slot(t->other_threads, k->other_threads))++;
+    t->closing[closing_bucket(k->closing_tokens)]++;
+    t->positions[position_bucket(k->max_position)]++;
+    for (int d = 0; d < KVC_DIM_COUNT; d++) t->dimensions[d] += (k->dimensions >> d) & 1u;
+    if (!k->rule) return;
+    int i = 0;
+    while (i < t->num_rules && strcmp(t->rules[i].name, k->rule) != 0) i++;
+    if (i == t->num_rules) {
+        if (t->num_rules == KVC_MAX_RULES) return;
+        snprintf(t->rules[t->num_rules++].name, sizeof t->rules[0].name, "%s", k->rule);
+    }
+    t->rules[i].cases++;
+    t->rules[i].rejected += k->rejected != 0;
+}
+
+static double share(int64_t part, int64_t whole) { return whole ? 100.0 * (double)part / (double)whole : 0.0; }
+
+static void print_counts(FILE *f, const char *title, const char *const *names, const int64_t *counts, int n, int64_t whole) {
+    fprintf(f, "  %-22s", title);
+    for (int i = 0; i < n; i++)
+        if (counts[i]) fprintf(f, " %s: %lld (%.1f%%)", names[i], (long long)counts[i], share(counts[i], whole));
+    fprintf(f, "\n");
+}
+
+static void print_threads(FILE *f, const char *title, const int64_t *counts, int64_t whole) {
+    fprintf(f, "  %-22s", title);
+    int any = 0;
+    for (int i = 1; i <= KVC_MAX_COUNTED_THREADS; i++)
+        if (counts[i]) { fprintf(f, " %d%s: %lld (%.1f%%)", i, i == KVC_MAX_COUNTED_THREADS ? "+" : "", (long long)counts[i], share(counts[i], whole)); any = 1; }
+    fprintf(f, "%s\n", any ? "" : " -");
+}
+
+void kvc_coverage_print(FILE *f, const kvc_coverage_tally *t) {
+    if (!t->cases) return;
+    fprintf(f, "coverage (%lld cases)\n", (long long)t->cases);
+    print_threads(f, "candidate threads", t->threads, t->cases);
+    print_threads(f, "thread-check threads", t->other_threads, t->cases);
+    print_counts(f, "closing tokens/call", closing_names, t->closing, KVC_CLOSING_BUCKETS, t->cases);
+    print_counts(f, "largest position", position_names, t->positions, KVC_POSITION_BUCKETS, t->cases);
+    fprintf(f, "  %-22s", "dimensions");
+    for (int d = 0; d < KVC_DIM_COUNT; d++)
+        fprintf(f, " %s: %lld (%.1f%%)", kvc_dimension_name(d), (long long)t->dimensions[d], share(t->dimensions[d], t->cases));
+    fprintf(f, "\n  %-22s", "rules (rejected/cases)");
+    for (int i = 0; i < t->num_rules; i++)
+        fprintf(f, " %s: %lld/%lld", t->rules[i].name, (long long)t->rules[i].rejected, (long long)t->rules[i].cases);
+    fprintf(f, "%s\n", t->num_rules ? "" : " -");
+}
+
+static cJSON *named_counts(const char *const *names, const int64_t *counts, int n) {
+    cJSON *o = cJSON_CreateObject();
+    for (int i = 0; i < n; i++) cJSON_AddNumberToObject(o, names[i], (double)counts[i]);
+    return o;
+}
+
+static cJSON *thread_counts(const int64_t *counts) {
+    cJSON *o = cJSON_CreateObject();
+    for (int i = 1; i <= KVC_MAX_COUNTED_THREADS; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "%d%s", i, i == KVC_MAX_COUNTED_THREADS ? "+" : "");
+        if (counts[i]) cJSON_AddNumberToObject(o, name, (double)counts[i]);
+    }
+    return o;
+}
+
+cJSON *kvc_coverage_json(const kvc_coverage_tally *t) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddNumberToObject(root, "cases", (double)t->cases);
+    cJSON_AddItemToObject(root, "candidate_threads", thread_counts(t->threads));
+    cJSON_AddItemToObject(root, "thread_check_threads", thread_counts(t->other_threads));
+    cJSON_AddItemToObject(root, "closing_tokens_per_call", named_counts(closing_names, t->closing, KVC_CLOSING_BUCKETS));
+    cJSON_AddItemToObject(root, "largest_position", named_counts(position_names, t->positions, KVC_POSITION_BUCKETS));
+    cJSON *dims = cJSON_AddObjectToObject(root, "dimensions");
+    for (int d = 0; d < KVC_DIM_COUNT; d++) cJSON_AddNumberToObject(dims, kvc_dimension_name(d), (double)t->dimensions[d]);
+    cJSON *rules = cJSON_AddObjectToObject(root, "rules");
+    for (int i = 0; i < t->num_rules; i++) {
+        cJSON *r = cJSON_AddObjectToObject(rules, t->rules[i].name);
+        cJSON_AddNumberToObject(r, "cases", (double)t->rules[i].cases);
+        cJSON_AddNumberToObject(r, "rejected", (double)t->rules[i].rejected);
+    }
+    return root;
+}

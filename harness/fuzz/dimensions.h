@@ -1,0 +1,46 @@
+/* What a campaign covered, per generator dimension: the candidate's
+ * thread counts (and the thread check's second counts), closing tokens
+ * per call, position ranges, the dimensions of kvc_gen_case.dimensions,
+ * and the validation rules whose corruption the reference rejected.
+ * Printed in the summary and written to the JSON report. */
+#ifndef KVCMP_FUZZ_DIMENSIONS_H
+#define KVCMP_FUZZ_DIMENSIONS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
+#include "kvcmp/generate.h"
+
+#define KVC_MAX_COUNTED_THREADS 8
+#define KVC_CLOSING_BUCKETS 6
+#define KVC_POSITION_BUCKETS 6
+#define KVC_MAX_RULES 24
+
+/* One case as the tally sees it. */
+typedef struct {
+    int threads, other_threads;   /* 0: not run (a skipped case, a history) */
+    int64_t closing_tokens;       /* valid closing tokens of the call */
+    int64_t max_position;         /* the largest position of a valid token, -1 for none */
+    unsigned dimensions;          /* KVC_DIM_* */
+    const char *rule;             /* a corruption's rule, or NULL */
+    int rejected;                 /* the reference rejected the case */
+} kvc_case_coverage;
+
+typedef struct {
+    int64_t cases;
+    int64_t threads[KVC_MAX_COUNTED_THREADS + 1], other_threads[KVC_MAX_COUNTED_THREADS + 1];
+    int64_t closing[KVC_CLOSING_BUCKETS], positions[KVC_POSITION_BUCKETS];
+    int64_t dimensions[KVC_DIM_COUNT];
+    int num_rules;
+    struct { char name[32]; int64_t cases, rejected; } rules[KVC_MAX_RULES];
+} kvc_coverage_tally;
+
+/* The coverage of generated case c (closing tokens, positions). */
+void kvc_case_coverage_of(const kvc_gen_case *g, kvc_case_coverage *k);
+void kvc_coverage_add(kvc_coverage_tally *t, const kvc_case_coverage *k);
+void kvc_coverage_print(FILE *f, const kvc_coverage_tally *t);
+cJSON *kvc_coverage_json(const kvc_coverage_tally *t);
+
+#endif
