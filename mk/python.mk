@@ -12,7 +12,7 @@ PYTHON ?= /usr/bin/python3
 
 .PHONY: python-check
 python-check: lib $(BUILD)/kvcmp
-	$(Q)KVCMP_LIB=$(abspath $(BUILD)/libkvcmp.so) KVCMP_BIN=$(abspath $(BUILD)/kvcmp) KVCMP_SHARED=$(SHARED) \
+	$(Q)KVCMP_LIB=$(abspath $(BUILD)/libkvcmp.so) KVCMP_BIN=$(abspath $(BUILD)/kvcmp) \
 	  PYTHONPATH=$(abspath python) PYTHONDONTWRITEBYTECODE=1 $(PYTHON) -m pytest -q -p no:cacheprovider tests/python
 
 TEST_EXTRA += python-check

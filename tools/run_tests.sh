@@ -1,53 +1,81 @@
 #!/usr/bin/env bash
-# make test's driver: the build, each goal of TEST_EXTRA, then the unit
-# tests, each part timed.  A part's output goes to build/test-logs/PART.log;
-# the terminal gets one line per part (and the lines a reader must see: the
-# expected upstream differences, the coverage totals), the whole log of a
-# part that fails, the unit tests' own output, and one closing line:
+# make test's driver: the build, the goals of TEST_EXTRA, then the unit
+# tests, each part timed.  The output of the build and of the goals goes to
+# build/test-logs/{build,checks}.log; the terminal gets one line per part
+# with its time (and the lines a reader must see: the expected upstream
+# differences, the coverage totals), the end of the log of a part that
+# fails, the unit tests' own output, and one closing line:
 #   make test: N passed, M failed in T s (build a s, fuzz-check b s, ...)
 #
 # usage: run_tests.sh LOG_DIR BUILD_COMMAND GOAL_COMMAND "GOALS" UNIT_TEST_COMMAND
-#   GOAL_COMMAND runs one goal: "$GOAL_COMMAND goal".
+# The goals run in one `GOAL_COMMAND --trace GOALS` (a goal that others
+# need runs once); a goal's time runs from the start of its recipe, as
+# make --trace reports it, to the start of the next.
 set -u
 log_dir=$1 build_command=$2 goal_command=$3 goals=$4 unit_command=$5
 mkdir -p "$log_dir"
-started=$(date +%s.%N)
+started=$(date +%s)
 passed=0 failed=0 times=""
 
-seconds_since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.0f", b - a }'; }
-
 finish() {
-    echo "make test: $passed passed, $failed failed in $(seconds_since "$started") s (${times#, })"
+    echo "make test: $passed passed, $failed failed in $(($(date +%s) - started)) s (${times#, })"
     exit $((failed > 0))
 }
 
-# Lines of a passing part's log that belong on the terminal.
+# Lines of a passing part's output that belong on the terminal, shortened.
 SHOWN='^KNOWN \[|expected upstream difference|^lines: |^branches: |^functions: '
+show() { grep -E "$SHOWN" | awk '{ print "         " (length($0) > 190 ? substr($0, 1, 187) "..." : $0) }'; }
 
-# part NAME COMMAND: runs COMMAND with its output in the log.
-part() {
-    local name=$1 command=$2 log="$log_dir/$1.log" t0
-    t0=$(date +%s.%N)
-    if eval "$command" > "$log" 2>&1; then
-        passed=$((passed + 1))
-        local took; took=$(seconds_since "$t0")
-        times="$times, $name $took s"
-        printf '  ok     %-20s %4s s   (%s)\n' "$name" "$took" "$log"
-        grep -E "$SHOWN" "$log" | awk '{ print "         " (length($0) > 190 ? substr($0, 1, 187) "..." : $0) }'
-    else
-        failed=$((failed + 1))
-        times="$times, $name $(seconds_since "$t0") s"
-        echo "  FAIL   $name: the last lines of $log:"
-        tail -n 80 "$log" | sed 's/^/  | /'
-        echo "  rerun it alone: make $name"
-        finish
-    fi
+ok() {   # NAME SECONDS LOG
+    passed=$((passed + 1))
+    times="$times, $1 $2 s"
+    printf '  ok     %-20s %4s s   (%s)\n' "$1" "$2" "$3"
 }
 
-part build "$build_command"
-for goal in $goals; do part "$goal" "$goal_command $goal"; done
+fail() {   # NAME SECONDS LOG RERUN
+    failed=$((failed + 1))
+    times="$times, $1 $2 s"
+    echo "  FAIL   $1: the last lines of $3:"
+    tail -n 80 "$3" | sed 's/^/  | /'
+    echo "  rerun it alone: $4"
+    finish
+}
+
+t0=$(date +%s)
+if eval "$build_command" > "$log_dir/build.log" 2>&1; then ok build $(($(date +%s) - t0)) "$log_dir/build.log"
+else fail build $(($(date +%s) - t0)) "$log_dir/build.log" "$build_command"; fi
+
+# The goals: each line of make's output stamped with the time, a goal's
+# recipe starting at its "update target 'GOAL'" trace line.
+log="$log_dir/checks.log"
+current="" since=$(date +%s) goal_status=0
+set -o pipefail
+exec 3< <(eval "$goal_command --trace $goals" 2>&1; echo "__kvcmp_status $?")
+: > "$log"
+while IFS= read -r line <&3; do
+    case $line in
+    "__kvcmp_status "*) goal_status=${line#__kvcmp_status }; continue ;;
+    esac
+    for goal in $goals; do
+        case $line in
+        *": update target '$goal' due to"* | *": target '$goal' does not exist")
+            now=$(date +%s)
+            [ -n "$current" ] && { ok "$current" $((now - since)) "$log"; sed -n "/^== part $current\$/,\$p" "$log" | show; }
+            echo "== part $goal" >> "$log"
+            current=$goal since=$now ;;
+        esac
+    done
+    printf '%s\n' "$line" >> "$log"
+done
+now=$(date +%s)
+if [ "$goal_status" = 0 ]; then
+    [ -n "$current" ] && { ok "$current" $((now - since)) "$log"; sed -n "/^== part $current\$/,\$p" "$log" | show; }
+else
+    fail "${current:-checks}" $((now - since)) "$log" "make ${current:-$goals}"
+fi
+
 # The unit tests last, in the open: Criterion's own summary, then ours.
-t0=$(date +%s.%N)
+t0=$(date +%s)
 if eval "$unit_command"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
-times="$times, unit-tests $(seconds_since "$t0") s"
+times="$times, unit-tests $(($(date +%s) - t0)) s"
 finish

@@ -19,8 +19,9 @@ def kvcmp_bin():
 
 @pytest.fixture
 def shared():
-    path = os.environ.get("KVCMP_SHARED", os.path.join(ROOT, "..", "shared"))
-    assert os.path.isdir(os.path.join(path, "spec-cases")), "no spec-cases under %s (set KVCMP_SHARED)" % path
+    # The conformance corpora carried in the checkout (fixtures/README.md).
+    path = os.path.join(ROOT, "fixtures")
+    assert os.path.isdir(os.path.join(path, "spec-cases")), "no spec-cases under %s (fixtures/README.md)" % path
     return path
 
 
