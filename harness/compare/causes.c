@@ -28,6 +28,7 @@ static const struct {
     [KVC_CAUSE_NOPE_PAIR_ROTATED] = {"nope-pair-rotated", "NoPE pair rotated in the plain insert (a NaN/inf spreads to its neighbour)"},
     [KVC_CAUSE_RING_AFTER_PADDING] = {"ring-after-padding", "V4.1 ring rows not stored after a padding first token"},
     [KVC_CAUSE_NEG_STATE_SLOT] = {"neg-state-slot-written", "kv row written for a closing token whose state slot is -1"},
+    [KVC_CAUSE_SIGNED_ZERO] = {"signed-zero", "+0 against -0"},
 };
 const char *kvc_parity_cause_name(kvc_parity_cause cause) { return causes[cause].name; }
 const char *kvc_cause_slug(kvc_parity_cause cause) { return causes[cause].slug; }
@@ -53,6 +54,9 @@ static int64_t f32_distance(uint32_t a, uint32_t b) {
     int64_t ob = (b & 0x80000000u) ? -(int64_t)(b & 0x7FFFFFFFu) : (int64_t)(b & 0x7FFFFFFFu);
     return llabs(oa - ob);
 }
+
+/* Both zero, of other signs (sign_bit: the format's sign bit). */
+static int signed_zero(uint32_t a, uint32_t b, uint32_t sign_bit) { return a != b && ((a | b) & ~sign_bit) == 0; }
 
 /* Different bytes at distance 0 are +0 and -0: one step apart here,
  * so that a sign of zero is never counted as identical. */
@@ -96,7 +100,9 @@ static void fp8_code(const walk *w, kvc_parity_region region, uint8_t contract, 
     if (fp8_is_nan(contract) && (fp8_is_448(other) || (!fp8_is_nan(other) && e->contract_block_nan))) cause = KVC_CAUSE_NAN_TO_448;
     else if (e->scale_differs) cause = KVC_CAUSE_SCALE_FOLLOWS;
     else if (!fp8_is_nan(contract) && (fp8_is_448(other) || fp8_is_nan(other)) && e->neighbour_nonfinite) cause = KVC_CAUSE_NOPE_PAIR_ROTATED;
+    else if (nan_bits) cause = KVC_CAUSE_NAN_PAYLOAD;   /* fp8 has one NaN per sign: the sign was kept */
     else if (distance < 0) cause = KVC_CAUSE_NAN;
+    else if (signed_zero(contract, other, 0x80)) cause = KVC_CAUSE_SIGNED_ZERO;
     else cause = step_cause(distance);
     emit(w, 1, region, distance, 1, cause, where, NULL);
 }
@@ -111,6 +117,7 @@ static void bf16_value(const walk *w, kvc_parity_region region, uint16_t contrac
     else if (!bf16_is_nan(contract) && bf16_is_nan(other) && e && e->neighbour_nonfinite) cause = KVC_CAUSE_NOPE_PAIR_ROTATED;
     else if ((other & 0x7FFF) == 0 && bf16_is_subnormal(contract)) cause = KVC_CAUSE_SUBNORMAL_FLUSH;
     else if (distance < 0) cause = KVC_CAUSE_NAN;
+    else if (signed_zero(contract, other, 0x8000)) cause = KVC_CAUSE_SIGNED_ZERO;
     else cause = step_cause(distance);
     emit(w, 1, region, distance, 1, cause, where, NULL);
 }
@@ -246,7 +253,9 @@ static void walk_indexer(const walk *w, pages p) {
             int64_t distance = pow2_exponent_distance(su, sr);
             element_context e = {.scale_differs = distance != 0, .contract_block_nan = isnan(sr) && isfinite(su)};
             snprintf(at, sizeof at, "%s scale %g vs %g", where, (double)su, (double)sr);
-            kvc_parity_cause cause = e.contract_block_nan ? KVC_CAUSE_NAN_TO_448 : distance < 0 ? KVC_CAUSE_NAN : step_cause(distance);
+            /* The fp32 scale of max(a/448, 1e-4) is 2^-13 for every block the contract scales below it. */
+            kvc_parity_cause cause = e.contract_block_nan ? KVC_CAUSE_NAN_TO_448 : distance < 0 ? KVC_CAUSE_NAN
+                                     : su == 0x1p-13f && sr < su ? KVC_CAUSE_SCALE_FLOOR : step_cause(distance);
             emit(w, 1, KVC_PREGION_SCALE, distance, distance != 0, distance ? cause : KVC_CAUSE_COUNT, at, NULL);
             for (int j = 0; j < 128; j++) {
                 snprintf(at, sizeof at, "%s code[%d]", where, j);
@@ -303,6 +312,7 @@ static void walk_state(const walk *w, int64_t rows, int64_t row_floats) {
             if (nan_bits) cause = nan_bits_cause(a == 0x7FFFFFFFu);
             else if ((a & 0x7FFFFFFFu) == 0 && (b & 0x7F800000u) == 0 && (b & 0x7FFFFFu) != 0) cause = KVC_CAUSE_SUBNORMAL_FLUSH;
             else if (distance < 0) cause = KVC_CAUSE_NAN;
+            else if (signed_zero(a, b, 0x80000000u)) cause = KVC_CAUSE_SIGNED_ZERO;
             else if (distance) cause = step_cause(distance);
             emit(w, 1, KVC_PREGION_STATE, distance, distance != 0, cause, at, NULL);
         }
@@ -344,10 +354,13 @@ static const kvc_array *output_named(const kvc_run_result *r, const char *name) 
     return NULL;
 }
 
-int64_t kvc_cause_counts(const kvc_case *c, const kvc_run_result *contract, const kvc_run_result *other, int64_t counts[KVC_CAUSE_COUNT]) {
+/* Counts the outputs of `contract` named `only` (NULL: every output). */
+static int64_t count_causes(const kvc_case *c, const kvc_run_result *contract, const kvc_run_result *other, const char *only,
+                            int64_t counts[KVC_CAUSE_COUNT]) {
     tally t = {.counts = counts};
     memset(counts, 0, KVC_CAUSE_COUNT * sizeof *counts);
     for (int i = 0; i < contract->num_outputs; i++) {
+        if (only && strcmp(contract->outputs[i].name, only) != 0) continue;
         const kvc_array *ours = &contract->outputs[i].array, *theirs;
         if (other) theirs = output_named(other, contract->outputs[i].name);
         else {
@@ -359,6 +372,45 @@ int64_t kvc_cause_counts(const kvc_case *c, const kvc_run_result *contract, cons
         kvc_classify_output(c, contract->outputs[i].name, ours, theirs, count_cause, &t);
     }
     return t.total;
+}
+
+int64_t kvc_cause_counts(const kvc_case *c, const kvc_run_result *contract, const kvc_run_result *other, int64_t counts[KVC_CAUSE_COUNT]) {
+    return count_causes(c, contract, other, NULL, counts);
+}
+
+int64_t kvc_output_cause_counts(const kvc_case *c, const char *name, const kvc_run_result *contract, const kvc_run_result *other,
+                                int64_t counts[KVC_CAUSE_COUNT]) {
+    return count_causes(c, contract, other, name, counts);
+}
+
+/* ---- classes of failures ----------------------------------------------- */
+
+#define CAUSE(k) (1u << (k))
+#define ROWS_WRITTEN (CAUSE(KVC_CAUSE_ROW_WRITTEN) | CAUSE(KVC_CAUSE_NEG_STATE_SLOT))
+#define NAN_BITS (CAUSE(KVC_CAUSE_NAN_ALL_ONES) | CAUSE(KVC_CAUSE_NAN_PAYLOAD))
+#define NAN_CHANGES (NAN_BITS | CAUSE(KVC_CAUSE_NAN) | CAUSE(KVC_CAUSE_NAN_TO_448))
+
+/* In order: rows written that must stay (when nothing else differs: a
+ * wrong value that happens to equal the old row looks untouched), the
+ * 1e-4 floor applied after the /448 (with the codes that follow the
+ * scale), only NaN changes with a NaN lost to fp8, only NaN bits, only
+ * signed zeros, only single steps (NaN bits and signed zeros allowed),
+ * and then any other mix: "wrong values", a class too, so that one value
+ * bug gives one signature whichever elements a case happens to show. */
+const char *kvc_cause_class(const int64_t counts[KVC_CAUSE_COUNT]) {
+    uint32_t found = 0;
+    for (int k = 0; k < KVC_CAUSE_COUNT; k++)
+        if (counts[k]) found |= CAUSE(k);
+    if (!found) return "";
+    if ((found & ~ROWS_WRITTEN) == 0) return "untouched row written";
+    if ((found & CAUSE(KVC_CAUSE_SCALE_FLOOR)) && (found & ~(CAUSE(KVC_CAUSE_SCALE_FLOOR) | CAUSE(KVC_CAUSE_SCALE_FOLLOWS))) == 0)
+        return "scale floor";
+    if ((found & CAUSE(KVC_CAUSE_NAN_TO_448)) && (found & ~NAN_CHANGES) == 0) return "NaN to fp8";
+    if ((found & ~NAN_BITS) == 0) return "NaN bit pattern";
+    if (found == CAUSE(KVC_CAUSE_SIGNED_ZERO)) return "signed zero";
+    if ((found & CAUSE(KVC_CAUSE_LAST_BIT)) && (found & ~(CAUSE(KVC_CAUSE_LAST_BIT) | CAUSE(KVC_CAUSE_SIGNED_ZERO) | NAN_BITS)) == 0)
+        return "last bit";
+    return "wrong values";
 }
 
 void kvc_case_expected_view(const kvc_case *c, const kvc_run_result *like, kvc_run_result *view) {

@@ -33,6 +33,7 @@ typedef enum {
     KVC_CAUSE_NOPE_PAIR_ROTATED, /* a non-finite NoPE input spread to its pair neighbour */
     KVC_CAUSE_RING_AFTER_PADDING, /* V4.1 ring rows not stored when the request's first token is padding */
     KVC_CAUSE_NEG_STATE_SLOT,   /* a kv row written for a token whose state slot is -1 */
+    KVC_CAUSE_SIGNED_ZERO,      /* +0 against -0 */
     KVC_CAUSE_COUNT
 } kvc_parity_cause;
 
@@ -77,6 +78,14 @@ int kvc_classify_output(const kvc_case *c, const char *name, const kvc_array *co
  * per cause into counts.  Returns the number of differing elements and rows. */
 int64_t kvc_cause_counts(const kvc_case *c, const kvc_run_result *contract, const kvc_run_result *other,
                          int64_t counts[KVC_CAUSE_COUNT]);
+/* The same for the output `name` alone. */
+int64_t kvc_output_cause_counts(const kvc_case *c, const char *name, const kvc_run_result *contract, const kvc_run_result *other,
+                                int64_t counts[KVC_CAUSE_COUNT]);
+/* The class of a failure whose differences have these causes, for
+ * failure signatures: one bug, one class, whichever elements a case
+ * happens to show ("last bit", "NaN to fp8" ... "wrong values" for any
+ * other mix), "" when nothing differs. */
+const char *kvc_cause_class(const int64_t counts[KVC_CAUSE_COUNT]);
 /* A result whose outputs are the case's NAME.out tensors, for the outputs
  * `like` has (shallow: it points into c, never free it). */
 void kvc_case_expected_view(const kvc_case *c, const kvc_run_result *like, kvc_run_result *view);

@@ -146,43 +146,6 @@ static int row_untouched(const tensor_compare *tc, int64_t off) {
  * every layout boundary, so equal 4 KiB blocks can be skipped whole. */
 #define SKIP_BLOCK 4096
 
-static int bf16_is_nan(uint16_t v) { return (v & 0x7FFFu) > 0x7F80u; }
-static int f32_is_nan_bits(uint32_t v) { return (v & 0x7FFFFFFFu) > 0x7F800000u; }
-
-/* The UE8M0 byte (fp32 bits for the indexer) that flooring a/448 at 1e-4
- * gives: 2^-13, where the contract's floor of a gives at most 2^-22. */
-#define FLOOR_AFTER_DIVISION_BYTE 114u
-#define FLOOR_AFTER_DIVISION_BITS 0x39000000u
-
-/* The KVC_DIFF_* bit of one failing element. */
-static uint32_t difference_pattern(const element *e, const uint8_t *a, const uint8_t *b) {
-    uint32_t x = 0, y = 0, sign = 0, magnitude = 0;
-    int a_nan, b_nan;
-    if (e->width == 4) {
-        memcpy(&x, a, 4); memcpy(&y, b, 4);
-        a_nan = f32_is_nan_bits(x); b_nan = f32_is_nan_bits(y);
-        sign = 0x80000000u; magnitude = 0x7FFFFFFFu;
-        if (e->region == KVC_REGION_SCALE_BYTE && y == FLOOR_AFTER_DIVISION_BITS && !a_nan && x < y) return KVC_DIFF_SCALE_FLOOR;
-    } else if (e->width == 2) {
-        x = kvc_load_u16(a); y = kvc_load_u16(b);
-        a_nan = bf16_is_nan((uint16_t)x); b_nan = bf16_is_nan((uint16_t)y);
-        sign = 0x8000u; magnitude = 0x7FFFu;
-    } else if (e->region == KVC_REGION_SCALE_BYTE) {
-        x = a[0]; y = b[0];
-        a_nan = x == 0xFFu; b_nan = y == 0xFFu;
-        if (y == FLOOR_AFTER_DIVISION_BYTE && x < y) return KVC_DIFF_SCALE_FLOOR;
-    } else {
-        x = a[0]; y = b[0];
-        a_nan = (x & 0x7Fu) == 0x7Fu; b_nan = (y & 0x7Fu) == 0x7Fu;
-        sign = 0x80u; magnitude = 0x7Fu;
-    }
-    if (a_nan && b_nan) return KVC_DIFF_NAN_BITS;
-    if (a_nan) return e->width == 1 || e->region == KVC_REGION_SCALE_BYTE ? KVC_DIFF_NAN_TO_FP8 : KVC_DIFF_NAN_LOST;
-    if (b_nan) return KVC_DIFF_NAN_MADE;
-    if (sign && (x & magnitude) == 0 && (y & magnitude) == 0) return KVC_DIFF_SIGNED_ZERO;
-    return e->steps == 1 ? KVC_DIFF_ONE_STEP : KVC_DIFF_STEPS;
-}
-
 static void report_element(tensor_compare *tc, int64_t off, element *e) {
     kvc_compare_report *r = tc->report;
     if (row_untouched(tc, off)) { e->region = KVC_REGION_UNTOUCHED; e->steps = NAN_DISTANCE; }
@@ -190,12 +153,6 @@ static void report_element(tensor_compare *tc, int64_t off, element *e) {
     if (e->steps > r->max_steps[e->region]) r->max_steps[e->region] = e->steps;
     if (tc->policy != KVC_POLICY_EXACT && e->steps <= tolerance(tc->policy, e->region)) return;
     r->failing[e->region]++;
-    uint32_t pattern = e->region == KVC_REGION_UNTOUCHED ? 0 : difference_pattern(e, tc->expected + off, tc->got + off);
-    r->patterns[e->region] |= pattern;
-    if (!r->has_first || strcmp(r->first_tensor, tc->name) == 0) {
-        r->first_tensor_failing[e->region]++;
-        r->first_tensor_patterns[e->region] |= pattern;
-    }
     if (r->has_first) return;
     element described = *e;
     described.describe = 1;

@@ -655,8 +655,15 @@ static void write_json(campaign *c, double elapsed) {
     }
 }
 
-/* The verdict for CI: a failed testcase per listed failure, with the
- * difference and both __REPRO lines; a passed one per variant that ran
+/* The first listed failure of a signature, or NULL (beyond the list). */
+static const failure *first_listed(const campaign *c, const char *key) {
+    for (int i = 0; i < c->num_failures_listed; i++)
+        if (strcmp(c->failures_list[i].result.signature.key, key) == 0) return &c->failures_list[i];
+    return NULL;
+}
+
+/* The verdict for CI: a failed testcase per failure signature, with its
+ * count and both __REPRO lines; a passed one per variant that ran
  * without failure; a skipped one per variant the candidate lacks. */
 static int write_junit(campaign *c, double elapsed) {
     const fuzz_options *o = c->o;
@@ -666,19 +673,18 @@ static int write_junit(campaign *c, double elapsed) {
     cJSON *info = kvc_run_info(o->seed, 1, options_json(o));
     kvc_junit_properties(j, info);
     cJSON_Delete(info);
-    for (int i = 0; i < c->num_failures_listed; i++) {
-        const failure *x = &c->failures_list[i];
-        char classname[96], name[160], repro[600], text[2400];
-        snprintf(classname, sizeof classname, "fuzz.%s", kvc_variant(x->result.variant)->name);
-        snprintf(name, sizeof name, "case %lld (family %s): %s", (long long)x->result.index, kvc_family_name(x->result.family),
-                 x->result.kind);
-        repro_fuzz(c, x->result.index, repro, sizeof repro);
-        int n = snprintf(text, sizeof text, "%s\n  __REPRO: %s\n", x->result.detail, repro);
-        if (x->saved[0] == '(') snprintf(text + n, sizeof text - (size_t)n, "  saved: %s\n", x->saved);
-        else if (x->saved[0])
-            snprintf(text + n, sizeof text - (size_t)n, "  saved to %s\n  __REPRO: build/kvcmp replay --impl %s --policy %s --page-padding %lld %s\n",
-                     x->saved, o->candidate_name, policy_name(o->policy), (long long)x->page_padding, x->saved);
-        kvc_junit_fail(j, classname, name, 0, x->result.kind, x->result.detail, text);
+    /* One failed testcase per signature, not per failing case: one bug
+     * is one red line however many cases show it.  Its message is the
+     * difference its first listed case showed. */
+    for (int i = 0; i < c->signatures.count; i++) {
+        const kvc_signature_entry *e = &c->signatures.entries[i];
+        const failure *x = first_listed(c, e->signature.key);
+        char classname[96], text[KVC_SIGNATURE_TEXT + 1200];
+        snprintf(classname, sizeof classname, "fuzz.%s", x ? kvc_variant(x->result.variant)->name : e->signature.stage);
+        kvc_signature_entry_text(i + 1, e, text, sizeof text);
+        size_t n = strlen(text);
+        if (x && x->saved[0] == '(') snprintf(text + n, sizeof text - n, "  case %lld saved: %s\n", (long long)x->result.index, x->saved);
+        kvc_junit_fail(j, classname, e->signature.key, 0, e->signature.check, x ? x->result.detail : e->signature.key, text);
     }
     for (int v = 0; v < kvc_variant_count(); v++) {
         const tally *t = &c->by_variant[v];

@@ -47,7 +47,10 @@ static int run_with_threads(const kvc_backend *b, const kvc_case *c, const kvc_r
 }
 
 /* Differences between two results, "" when none fail the policy; the
- * comparison goes to v's report (for the failure's signature). */
+ * comparison goes to v's report and the causes of the first failing
+ * tensor's differences to v's causes (for the failure's signature: in a
+ * forward, what the second stage does with a wrong first-stage output is
+ * not the cause). */
 static int results_differ(const kvc_case *c, const kvc_run_result *a, const kvc_run_result *b, kvc_policy policy,
                           kvc_fuzz_verdict *v, char *out, size_t size) {
     /* The classifying comparison formats a location for every element;
@@ -67,6 +70,7 @@ static int results_differ(const kvc_case *c, const kvc_run_result *a, const kvc_
     snprintf(out, size, "%.300s; first: %.300s", summary, report.has_first ? report.first : "-");
     v->report = report;
     v->has_report = 1;
+    kvc_output_cause_counts(c, report.first_tensor, a, b, v->causes);
     return 1;
 }
 

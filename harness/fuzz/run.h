@@ -5,6 +5,7 @@
 #ifndef KVCMP_FUZZ_RUN_H
 #define KVCMP_FUZZ_RUN_H
 
+#include "harness/compare/causes.h"
 #include "kvcmp/compare.h"
 #include "kvcmp/rng.h"
 
@@ -41,6 +42,7 @@ typedef struct {
     kvc_fuzz_conditions conditions;
     int has_report;           /* report holds the failing comparison (bytes, threads, permutation) */
     kvc_compare_report report;
+    int64_t causes[KVC_CAUSE_COUNT];   /* the causes of the first failing tensor's differences (with report) */
     int reference_status, candidate_status;
 } kvc_fuzz_verdict;
 

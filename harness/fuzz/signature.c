@@ -6,36 +6,6 @@
 
 #include "kvcmp/validate.h"
 
-#define NAN_CHANGES (KVC_DIFF_NAN_LOST | KVC_DIFF_NAN_MADE | KVC_DIFF_NAN_BITS | KVC_DIFF_NAN_TO_FP8)
-
-/* Classified on the first failing tensor alone: in a forward, what the
- * second stage does with a wrong first-stage output is not the cause.
- * In order: rows written that must stay (when nothing else fails: a
- * wrong value that happens to equal the old row looks untouched), the
- * 1e-4 floor applied after the /448 (every failing scale byte shows it),
- * differences that are only NaN changes with a NaN lost to fp8, only NaN
- * bits, only signed zeros, only single steps, and then any other value
- * difference: "wrong values", a class too, so that one value bug gives
- * one signature whichever regions a case happens to show. */
-const char *kvc_fuzz_cause_of(const kvc_compare_report *r) {
-    const int64_t *failing = r->first_tensor_failing;
-    const uint32_t *patterns = r->first_tensor_patterns;
-    uint32_t all = 0;
-    int others = 0;
-    for (int i = 0; i < KVC_REGION_COUNT; i++)
-        if (failing[i] && i != KVC_REGION_UNTOUCHED) { all |= patterns[i]; others = 1; }
-    if (failing[KVC_REGION_UNTOUCHED] && !others) return "untouched row written";
-    if (failing[KVC_REGION_SCALE_BYTE] && patterns[KVC_REGION_SCALE_BYTE] == KVC_DIFF_SCALE_FLOOR) return "scale floor";
-    if (all && (all & ~(uint32_t)NAN_CHANGES) == 0) {
-        if (all & KVC_DIFF_NAN_TO_FP8) return "NaN to fp8";
-        if (all == KVC_DIFF_NAN_BITS) return "NaN bit pattern";
-    }
-    if (all == KVC_DIFF_SIGNED_ZERO) return "signed zero";
-    if (all && (all & ~(uint32_t)(KVC_DIFF_ONE_STEP | KVC_DIFF_SIGNED_ZERO | KVC_DIFF_NAN_BITS)) == 0) return "last bit";
-    if (all) return "wrong values";
-    return r->missing_expected ? "output missing" : "";
-}
-
 /* The stage whose output holds the first failing element: a forward's
  * first stage writes the state cache (V4) or the latent and ring (V4.1). */
 static const char *blamed_stage(const kvc_case *c, const kvc_fuzz_verdict *v) {
@@ -65,7 +35,8 @@ void kvc_fuzz_signature_of(const kvc_case *c, const kvc_fuzz_verdict *v, kvc_fuz
     snprintf(s->check, sizeof s->check, "%s", v->kind[0] ? v->kind : "?");
     if (v->has_report) {
         list_regions(&v->report, s->regions, sizeof s->regions);
-        snprintf(s->cause, sizeof s->cause, "%s", kvc_fuzz_cause_of(&v->report));
+        const char *cause = kvc_cause_class(v->causes);
+        snprintf(s->cause, sizeof s->cause, "%s", cause[0] || !v->report.missing_expected ? cause : "output missing");
     } else if (strcmp(v->kind, "status") == 0 || strcmp(v->kind, "threads") == 0 || strcmp(v->kind, "permutation") == 0) {
         snprintf(s->cause, sizeof s->cause, "status %s vs %s", kvc_status_name(v->reference_status), kvc_status_name(v->candidate_status));
         if (strcmp(v->kind, "status") != 0) snprintf(s->cause, sizeof s->cause, "status depends on the %s", v->kind);

@@ -5,8 +5,9 @@
  * A signature names the stage whose output differs first (a forward's
  * difference is blamed on its first stage that differs), the check that
  * failed (bytes, status, padding, threads, permutation ...), the regions
- * whose elements fail, and a cause class where the differences show a
- * known one ("wrong values" for any other value difference).  The key
+ * whose elements fail, and the cause class of the first failing tensor's
+ * differences (harness/compare/causes.c kvc_cause_class: "wrong values"
+ * for any mix of causes without a class of its own).  The key
  * groups failures: stage, check and cause (regions when there is no
  * comparison to classify). */
 #ifndef KVCMP_FUZZ_SIGNATURE_H
@@ -28,8 +29,6 @@ void kvc_fuzz_signature_of(const kvc_case *c, const kvc_fuzz_verdict *v, kvc_fuz
  * "timeout" or "memory", cause how it ended ("signal 11", "exit status
  * 3", or ""). */
 void kvc_fuzz_signature_of_lost(const kvc_case *c, const char *kind, const char *cause, kvc_fuzz_signature *s);
-/* The cause class a comparison shows, "" when none is known. */
-const char *kvc_fuzz_cause_of(const kvc_compare_report *report);
 /* 64-bit FNV-1a of the key, never 0 (0 marks a free slot of a table). */
 uint64_t kvc_fuzz_signature_hash(const char *key);
 

@@ -49,18 +49,24 @@ void kvc_signature_list_saved(kvc_signature_entry *e, int64_t index, int64_t tok
     snprintf(e->minimal_repro, sizeof e->minimal_repro, "%s", repro);
 }
 
+void kvc_signature_entry_text(int number, const kvc_signature_entry *e, char *out, size_t size) {
+    int n = snprintf(out, size, "  [%d] %s  (%lld failure%s; regions: %s)\n      first: case %lld  __REPRO: %s\n", number,
+                     e->signature.key, (long long)e->count, e->count == 1 ? "" : "s", e->signature.regions[0] ? e->signature.regions : "-",
+                     (long long)e->first_case, e->first_repro);
+    if (n < 0 || (size_t)n >= size) return;
+    if (e->minimal_case >= 0)
+        snprintf(out + n, size - (size_t)n, "      minimal: case %lld, %lld token%s, %s\n      __REPRO: %s\n", (long long)e->minimal_case,
+                 (long long)e->minimal_tokens, e->minimal_tokens == 1 ? "" : "s", e->minimal_saved, e->minimal_repro);
+    else snprintf(out + n, size - (size_t)n, "      minimal: none saved\n");
+}
+
 void kvc_signature_list_print(FILE *f, const kvc_signature_list *list) {
     if (!list->count) return;
     fprintf(f, "distinct failures (signatures): %d\n", list->count);
     for (int i = 0; i < list->count; i++) {
-        const kvc_signature_entry *e = &list->entries[i];
-        fprintf(f, "  [%d] %s  (%lld failure%s; regions: %s)\n", i + 1, e->signature.key, (long long)e->count,
-                e->count == 1 ? "" : "s", e->signature.regions[0] ? e->signature.regions : "-");
-        fprintf(f, "      first: case %lld  __REPRO: %s\n", (long long)e->first_case, e->first_repro);
-        if (e->minimal_case >= 0)
-            fprintf(f, "      minimal: case %lld, %lld token%s, %s\n      __REPRO: %s\n", (long long)e->minimal_case,
-                    (long long)e->minimal_tokens, e->minimal_tokens == 1 ? "" : "s", e->minimal_saved, e->minimal_repro);
-        else fprintf(f, "      minimal: none saved\n");
+        char text[KVC_SIGNATURE_TEXT];
+        kvc_signature_entry_text(i + 1, &list->entries[i], text, sizeof text);
+        fputs(text, f);
     }
 }
 

@@ -46,6 +46,11 @@ kvc_signature_entry *kvc_signature_list_find(kvc_signature_list *list, const cha
 /* A saved case of the signature; kept as the minimal one when it has
  * fewer tokens than the one so far. */
 void kvc_signature_list_saved(kvc_signature_entry *e, int64_t index, int64_t tokens, const char *dir, const char *repro);
+/* "  [number] KEY  (N failures; regions: ...)", the first case's and the
+ * minimal saved case's __REPRO lines (what the summary prints, and the
+ * text of a signature's JUnit testcase). */
+#define KVC_SIGNATURE_TEXT 2400
+void kvc_signature_entry_text(int number, const kvc_signature_entry *e, char *out, size_t size);
 void kvc_signature_list_print(FILE *f, const kvc_signature_list *list);
 /* A JSON array of the entries (the caller owns it). */
 cJSON *kvc_signature_list_json(const kvc_signature_list *list);

@@ -25,19 +25,6 @@ typedef enum {
 
 const char *kvc_region_name(kvc_region region);
 
-/* What kind of difference the failing elements of a region show (bits of
- * kvc_compare_report.patterns), for failure signatures. */
-enum {
-    KVC_DIFF_NAN_LOST = 1u << 0,     /* expected NaN, got a number */
-    KVC_DIFF_NAN_MADE = 1u << 1,     /* expected a number, got NaN */
-    KVC_DIFF_NAN_BITS = 1u << 2,     /* both NaN, other bits */
-    KVC_DIFF_SIGNED_ZERO = 1u << 3,  /* +0 against -0 */
-    KVC_DIFF_ONE_STEP = 1u << 4,     /* one step of the format */
-    KVC_DIFF_STEPS = 1u << 5,        /* more than one step */
-    KVC_DIFF_SCALE_FLOOR = 1u << 6,  /* got the scale of 1e-4 floored after the /448, expected less */
-    KVC_DIFF_NAN_TO_FP8 = 1u << 7,   /* expected an fp8 (or scale) NaN, got a number */
-};
-
 typedef struct {
     int64_t differing[KVC_REGION_COUNT];     /* elements that differ at all */
     int64_t failing[KVC_REGION_COUNT];       /* beyond the policy's tolerance */
@@ -49,11 +36,6 @@ typedef struct {
     int64_t first_offset;                    /* byte offset there, */
     int first_width;                         /* width in bytes (1, 2 or 4) */
     kvc_region first_region;
-    uint32_t patterns[KVC_REGION_COUNT];     /* KVC_DIFF_* bits of failing elements */
-    /* The same for the first failing tensor only: the output of the
-     * first stage of a forward that went wrong, before what follows from it. */
-    int64_t first_tensor_failing[KVC_REGION_COUNT];
-    uint32_t first_tensor_patterns[KVC_REGION_COUNT];
     int missing_expected;                    /* a NAME.out.npy was absent */
     char missing_name[64];
 } kvc_compare_report;

@@ -1,5 +1,5 @@
 /* Failure signatures (harness/fuzz/signature.c, signature_list.c), the
- * difference patterns the comparison records for them, the replay
+ * cause classes they take from harness/compare/causes.c, the replay
  * conditions a saved fuzz failure carries (harness/replay/conditions.c),
  * and campaigns that list each signature once.
  *
@@ -7,6 +7,7 @@
  * (a NaN's bits, a scale byte, a written row), not from the classifier. */
 #include <cjson/cJSON.h>
 #include <omp.h>
+#include <stdarg.h>
 
 #include "tests/test_support.h"
 
@@ -24,51 +25,36 @@
 
 #define ARGC(argv) ((int)(sizeof(argv) / sizeof(argv)[0]))
 
-/* ---- cause classes from the difference patterns ------------------------- */
+/* ---- cause classes from the causes of the differences ------------------ */
 
-static kvc_compare_report report_with(int region, uint32_t pattern) {
-    kvc_compare_report r;
-    memset(&r, 0, sizeof r);
-    r.failing[region] = r.first_tensor_failing[region] = 1;
-    r.patterns[region] = r.first_tensor_patterns[region] = pattern;
-    return r;
+/* Counts with one element of each cause given (a KVC_CAUSE_COUNT-ended list). */
+static const char *class_of(int first, ...) {
+    static int64_t counts[KVC_CAUSE_COUNT];
+    memset(counts, 0, sizeof counts);
+    va_list ap;
+    va_start(ap, first);
+    for (int k = first; k != KVC_CAUSE_COUNT; k = va_arg(ap, int)) counts[k]++;
+    va_end(ap);
+    return kvc_cause_class(counts);
 }
 
 Test(signatures, cause_classes) {
-    kvc_compare_report r = report_with(KVC_REGION_UNTOUCHED, 0);
-    cr_expect_str_eq(kvc_fuzz_cause_of(&r), "untouched row written");
-    r = report_with(KVC_REGION_SCALE_BYTE, KVC_DIFF_SCALE_FLOOR);
-    cr_expect_str_eq(kvc_fuzz_cause_of(&r), "scale floor");
-    r = report_with(KVC_REGION_NOPE_CODE, KVC_DIFF_NAN_TO_FP8 | KVC_DIFF_NAN_BITS);
-    cr_expect_str_eq(kvc_fuzz_cause_of(&r), "NaN to fp8");
-    r = report_with(KVC_REGION_STATE_ROW, KVC_DIFF_NAN_BITS);
-    cr_expect_str_eq(kvc_fuzz_cause_of(&r), "NaN bit pattern");
-    r = report_with(KVC_REGION_LATENT, KVC_DIFF_NAN_LOST);
-    cr_expect_str_eq(kvc_fuzz_cause_of(&r), "wrong values", "a NaN lost outside fp8 is a value difference");
-    r = report_with(KVC_REGION_LATENT, KVC_DIFF_SIGNED_ZERO);
-    cr_expect_str_eq(kvc_fuzz_cause_of(&r), "signed zero");
-    r = report_with(KVC_REGION_ROPE_VALUE, KVC_DIFF_ONE_STEP | KVC_DIFF_SIGNED_ZERO);
-    cr_expect_str_eq(kvc_fuzz_cause_of(&r), "last bit");
-    r = report_with(KVC_REGION_NOPE_CODE, KVC_DIFF_ONE_STEP | KVC_DIFF_STEPS);
-    cr_expect_str_eq(kvc_fuzz_cause_of(&r), "wrong values");
-    /* Untouched next to other failures: a wrong value equal to the old row. */
-    r.failing[KVC_REGION_UNTOUCHED] = r.first_tensor_failing[KVC_REGION_UNTOUCHED] = 1;
-    cr_expect_str_eq(kvc_fuzz_cause_of(&r), "wrong values");
-    /* A scale byte that also differs otherwise is not the floor. */
-    r = report_with(KVC_REGION_SCALE_BYTE, KVC_DIFF_SCALE_FLOOR | KVC_DIFF_STEPS);
-    cr_expect_str_eq(kvc_fuzz_cause_of(&r), "wrong values");
-    memset(&r, 0, sizeof r);
-    cr_expect_str_eq(kvc_fuzz_cause_of(&r), "");
-    r.missing_expected = 1;
-    cr_expect_str_eq(kvc_fuzz_cause_of(&r), "output missing");
-    /* Only the first failing tensor counts: a forward's second stage. */
-    r = report_with(KVC_REGION_LATENT, KVC_DIFF_NAN_BITS);
-    r.failing[KVC_REGION_NOPE_CODE] = 5;
-    r.patterns[KVC_REGION_NOPE_CODE] = KVC_DIFF_STEPS;
-    cr_expect_str_eq(kvc_fuzz_cause_of(&r), "NaN bit pattern");
+    cr_expect_str_eq(class_of(KVC_CAUSE_ROW_WRITTEN, KVC_CAUSE_NEG_STATE_SLOT, KVC_CAUSE_COUNT), "untouched row written");
+    cr_expect_str_eq(class_of(KVC_CAUSE_SCALE_FLOOR, KVC_CAUSE_SCALE_FOLLOWS, KVC_CAUSE_COUNT), "scale floor");
+    cr_expect_str_eq(class_of(KVC_CAUSE_NAN_TO_448, KVC_CAUSE_NAN_PAYLOAD, KVC_CAUSE_NAN, KVC_CAUSE_COUNT), "NaN to fp8");
+    cr_expect_str_eq(class_of(KVC_CAUSE_NAN_ALL_ONES, KVC_CAUSE_NAN_PAYLOAD, KVC_CAUSE_COUNT), "NaN bit pattern");
+    cr_expect_str_eq(class_of(KVC_CAUSE_NAN, KVC_CAUSE_COUNT), "wrong values", "a NaN lost outside fp8 is a value difference");
+    cr_expect_str_eq(class_of(KVC_CAUSE_SIGNED_ZERO, KVC_CAUSE_COUNT), "signed zero");
+    cr_expect_str_eq(class_of(KVC_CAUSE_LAST_BIT, KVC_CAUSE_SIGNED_ZERO, KVC_CAUSE_NAN_ALL_ONES, KVC_CAUSE_COUNT), "last bit");
+    cr_expect_str_eq(class_of(KVC_CAUSE_LAST_BIT, KVC_CAUSE_MULTI_STEP, KVC_CAUSE_COUNT), "wrong values");
+    /* A written row next to other differences: a wrong value equal to the old row. */
+    cr_expect_str_eq(class_of(KVC_CAUSE_ROW_WRITTEN, KVC_CAUSE_LAST_BIT, KVC_CAUSE_COUNT), "wrong values");
+    /* A floor next to a difference the scale does not explain is not the floor. */
+    cr_expect_str_eq(class_of(KVC_CAUSE_SCALE_FLOOR, KVC_CAUSE_MULTI_STEP, KVC_CAUSE_COUNT), "wrong values");
+    cr_expect_str_eq(class_of(KVC_CAUSE_COUNT), "");
 }
 
-/* ---- patterns recorded by the comparison ------------------------------- */
+/* ---- classes of planted bytes -------------------------------------------- */
 
 /* The reference's outputs of c, and a copy to plant differences in. */
 static void reference_pair(const kvc_case *c, kvc_run_result *expected, kvc_run_result *got) {
@@ -99,13 +85,17 @@ static void make_writing_case(const char *variant, uint64_t seed, kvc_case *c) {
     cr_assert_fail("no case of %s among 64 writes a row", variant);
 }
 
+/* The signature's cause of the planted bytes, as a fuzz check finds it;
+ * the causes of the first failing tensor go to causes. */
+static int64_t causes[KVC_CAUSE_COUNT];
 static const char *cause_after(const kvc_case *c, const kvc_run_result *expected, const kvc_run_result *got, kvc_compare_report *r) {
     kvc_compare_results(c, expected, got, KVC_POLICY_EXACT, r);
     cr_assert(kvc_report_failed(r));
-    return kvc_fuzz_cause_of(r);
+    kvc_output_cause_counts(c, r->first_tensor, expected, got, causes);
+    return kvc_cause_class(causes);
 }
 
-Test(signatures, patterns_of_planted_bytes) {
+Test(signatures, classes_of_planted_bytes) {
     kvc_case c;
     make_writing_case("v41.rope_plain_insert/bf16", 31, &c);
     kvc_run_result expected, got;
@@ -126,16 +116,16 @@ Test(signatures, patterns_of_planted_bytes) {
     cr_expect_str_eq(cause_after(&c, &expected, &got, &r), "wrong values");
     kvc_store_u16(want, 0x7FC0); kvc_store_u16(row, 0x3F80);
     cr_expect_str_eq(cause_after(&c, &expected, &got, &r), "wrong values");
-    cr_expect(r.patterns[KVC_REGION_NOPE_VALUE] & KVC_DIFF_NAN_LOST);
+    cr_expect_eq(causes[KVC_CAUSE_NAN], 1);
     kvc_store_u16(want, 0x3F80); kvc_store_u16(row, 0x7FC0);
-    cause_after(&c, &expected, &got, &r);
-    cr_expect(r.patterns[KVC_REGION_NOPE_VALUE] & KVC_DIFF_NAN_MADE);
+    cr_expect_str_eq(cause_after(&c, &expected, &got, &r), "wrong values");
+    cr_expect_eq(causes[KVC_CAUSE_NAN], 1);
     kvc_run_result_free(&expected);
     kvc_run_result_free(&got);
     kvc_case_free(&c);
 }
 
-Test(signatures, fp8_nan_and_scale_floor_patterns) {
+Test(signatures, fp8_nan_and_scale_floor_classes) {
     kvc_case c;
     make_writing_case("v41.rope_quant_insert", 32, &c);
     kvc_run_result expected, got;
@@ -151,6 +141,10 @@ Test(signatures, fp8_nan_and_scale_floor_patterns) {
     uint8_t saved = token[0];
     want[0] = 0x7F; token[0] = 0x7E;
     cr_expect_str_eq(cause_after(&c, &expected, &got, &r), "NaN to fp8");
+    want[0] = 0x7F; token[0] = 0xFF;   /* the NaN's sign kept */
+    cr_expect_str_eq(cause_after(&c, &expected, &got, &r), "NaN bit pattern");
+    want[0] = 0x00; token[0] = 0x80;
+    cr_expect_str_eq(cause_after(&c, &expected, &got, &r), "signed zero");
     token[0] = want[0];
     (void)saved;
     uint8_t old_scale = want_scales[0];
@@ -164,7 +158,7 @@ Test(signatures, fp8_nan_and_scale_floor_patterns) {
     kvc_case_free(&c);
 }
 
-Test(signatures, indexer_scale_floor_pattern) {
+Test(signatures, indexer_scale_floor_class) {
     kvc_case c;
     support_make_case("v4.compress/d128/r4", KVC_FAM_NORMAL, 33, 0, &c);
     kvc_run_result expected, got;
@@ -194,7 +188,8 @@ Test(signatures, of_verdicts) {
     kvc_fuzz_signature s;
     snprintf(v.kind, sizeof v.kind, "bytes");
     v.has_report = 1;
-    v.report = report_with(KVC_REGION_STATE_ROW, KVC_DIFF_NAN_BITS);
+    v.report.failing[KVC_REGION_STATE_ROW] = 1;
+    v.causes[KVC_CAUSE_NAN_PAYLOAD] = 1;
     snprintf(v.report.first_tensor, sizeof v.report.first_tensor, "state_cache");
     kvc_fuzz_signature_of(&c, &v, &s);
     cr_expect_str_eq(s.key, "v4.save_partial_states bytes: NaN bit pattern");
@@ -210,6 +205,12 @@ Test(signatures, of_verdicts) {
     kvc_fuzz_signature_of(&c, &v, &s);
     cr_expect_str_eq(s.stage, "v41.save_compress_norm");
     cr_expect_str_eq(s.regions, "state row+output missing");
+    memset(v.causes, 0, sizeof v.causes);
+    kvc_fuzz_signature_of(&c, &v, &s);
+    cr_expect_str_eq(s.cause, "output missing");
+    v.report.missing_expected = 0;
+    kvc_fuzz_signature_of(&c, &v, &s);
+    cr_expect_str_eq(s.key, "v41.save_compress_norm bytes: state row", "no class: the regions");
     c.stage = KVC_STAGE_V41_ROPE_PLAIN_INSERT;
     v.has_report = 0;
     snprintf(v.kind, sizeof v.kind, "status");

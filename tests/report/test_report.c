@@ -721,10 +721,10 @@ Test(report_parity, nan_bits_in_codes_scales_and_state) {
     uint8_t *codes = kvc_case_get(&c, "kv_cache.out")->data;
     int64_t count = kvc_case_get(&c, "kv_cache.out")->count, flipped = 0;
     for (int64_t i = 0; i < count; i++)
-        if (codes[i] == 0x7F) { codes[i] = 0xFF; flipped++; }   /* negative NaN: same value, other bits */
+        if (codes[i] == 0x7F) { codes[i] = 0xFF; flipped++; }   /* negative NaN: same value, the sign kept */
     if (flipped) {
         kvc_parity_group p = parity_of(&c);
-        cr_assert_eq(p.causes[KVC_CAUSE_NAN], flipped);
+        cr_assert_eq(p.causes[KVC_CAUSE_NAN_PAYLOAD], flipped);
     }
     kvc_case_free(&c);
 }
