@@ -159,4 +159,20 @@ static inline void support_make_index_error_case(const char *variant, uint64_t s
     cr_assert_fail("no case of %s among 64 writes a row", variant);
 }
 
+/* A .npy 1.0 image with the given header dictionary (padded like numpy
+ * does) followed by data_bytes bytes of 0x11. */
+static inline size_t support_npy_image(uint8_t *out, size_t capacity, const char *dict, size_t data_bytes) {
+    size_t dict_len = strlen(dict), total = 10 + dict_len + 1;
+    size_t pad = (64 - total % 64) % 64, header_len = dict_len + pad + 1;
+    cr_assert(10 + header_len + data_bytes <= capacity);
+    memcpy(out, "\x93NUMPY\x01\x00", 8);
+    out[8] = (uint8_t)header_len;
+    out[9] = (uint8_t)(header_len >> 8);
+    memcpy(out + 10, dict, dict_len);
+    memset(out + 10 + dict_len, ' ', pad);
+    out[10 + dict_len + pad] = '\n';
+    memset(out + 10 + header_len, 0x11, data_bytes);
+    return 10 + header_len + data_bytes;
+}
+
 #endif

@@ -18,22 +18,6 @@
 
 /* ---- .npy images ----------------------------------------------------------- */
 
-/* A .npy 1.0 image with the given header dictionary (padded like numpy
- * does) followed by data_bytes bytes of 0x11. */
-static size_t npy_image(uint8_t *out, size_t capacity, const char *dict, size_t data_bytes) {
-    size_t dict_len = strlen(dict), total = 10 + dict_len + 1;
-    size_t pad = (64 - total % 64) % 64, header_len = dict_len + pad + 1;
-    cr_assert(10 + header_len + data_bytes <= capacity);
-    memcpy(out, "\x93NUMPY\x01\x00", 8);
-    out[8] = (uint8_t)header_len;
-    out[9] = (uint8_t)(header_len >> 8);
-    memcpy(out + 10, dict, dict_len);
-    memset(out + 10 + dict_len, ' ', pad);
-    out[10 + dict_len + pad] = '\n';
-    memset(out + 10 + header_len, 0x11, data_bytes);
-    return 10 + header_len + data_bytes;
-}
-
 /* Parses and expects a refusal whose message contains `needle`. */
 static void expect_npy_error(const uint8_t *bytes, size_t size, const char *needle) {
     kvc_array array;
@@ -47,7 +31,7 @@ static void expect_npy_error(const uint8_t *bytes, size_t size, const char *need
 
 Test(npy_errors, bad_magic_and_too_short) {
     uint8_t image[256];
-    size_t size = npy_image(image, sizeof image, F4_2, 8);
+    size_t size = support_npy_image(image, sizeof image, F4_2, 8);
     image[1] = 'X';
     expect_npy_error(image, size, "bad magic");
     expect_npy_error((const uint8_t *)"\x93NUMPY", 6, "bad magic");
@@ -55,33 +39,33 @@ Test(npy_errors, bad_magic_and_too_short) {
 
 Test(npy_errors, version_2_0) {
     uint8_t image[256];
-    size_t size = npy_image(image, sizeof image, F4_2, 8);
+    size_t size = support_npy_image(image, sizeof image, F4_2, 8);
     image[6] = 2;
     expect_npy_error(image, size, "unsupported .npy version 2.0");
 }
 
 Test(npy_errors, header_longer_than_file) {
     uint8_t image[256];
-    npy_image(image, sizeof image, F4_2, 8);
+    support_npy_image(image, sizeof image, F4_2, 8);
     expect_npy_error(image, 40, "truncated header");
 }
 
 Test(npy_errors, header_not_a_dictionary) {
     uint8_t image[256];
-    size_t size = npy_image(image, sizeof image, F4_2, 8);
+    size_t size = support_npy_image(image, sizeof image, F4_2, 8);
     image[10] = '[';
     expect_npy_error(image, size, "not a dictionary");
 }
 
 Test(npy_errors, header_missing_a_key) {
     uint8_t image[256];
-    size_t size = npy_image(image, sizeof image, "{'descr': '<f4', 'shape': (2,), }", 8);
+    size_t size = support_npy_image(image, sizeof image, "{'descr': '<f4', 'shape': (2,), }", 8);
     expect_npy_error(image, size, "lacks descr, fortran_order or shape");
 }
 
 Test(npy_errors, fortran_order) {
     uint8_t image[256];
-    size_t size = npy_image(image, sizeof image, "{'descr': '<f4', 'fortran_order': True, 'shape': (2,), }", 8);
+    size_t size = support_npy_image(image, sizeof image, "{'descr': '<f4', 'fortran_order': True, 'shape': (2,), }", 8);
     expect_npy_error(image, size, "fortran_order arrays are not supported");
 }
 
@@ -94,7 +78,7 @@ Test(npy_errors, unsupported_dtypes) {
     };
     for (size_t i = 0; i < sizeof dicts / sizeof dicts[0]; i++) {
         uint8_t image[256];
-        size_t size = npy_image(image, sizeof image, dicts[i], 16);
+        size_t size = support_npy_image(image, sizeof image, dicts[i], 16);
         expect_npy_error(image, size, "unsupported dtype");
     }
 }
@@ -113,16 +97,16 @@ Test(npy_errors, malformed_shapes) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         uint8_t image[256];
-        size_t size = npy_image(image, sizeof image, cases[i].dict, 8);
+        size_t size = support_npy_image(image, sizeof image, cases[i].dict, 8);
         expect_npy_error(image, size, cases[i].needle);
     }
 }
 
 Test(npy_errors, truncated_and_trailing_data) {
     uint8_t image[256];
-    size_t size = npy_image(image, sizeof image, F4_2, 4);
+    size_t size = support_npy_image(image, sizeof image, F4_2, 4);
     expect_npy_error(image, size, "truncated data: 4 bytes, shape needs 8");
-    size = npy_image(image, sizeof image, F4_2, 12);
+    size = support_npy_image(image, sizeof image, F4_2, 12);
     expect_npy_error(image, size, "4 trailing bytes after the data");
 }
 
@@ -130,13 +114,13 @@ Test(npy_errors, zero_dimensional_and_empty_arrays_parse) {
     uint8_t image[256];
     kvc_array array;
     char error[256];
-    size_t size = npy_image(image, sizeof image, "{'descr': '<i8', 'fortran_order': False, 'shape': (), }", 8);
+    size_t size = support_npy_image(image, sizeof image, "{'descr': '<i8', 'fortran_order': False, 'shape': (), }", 8);
     cr_assert_eq(kvc_npy_parse(image, size, &array, error, sizeof error), 0, "%s", error);
     cr_expect_eq(array.ndim, 0);
     cr_expect_eq(array.count, 1);
     cr_expect_eq(array.dtype, KVC_DT_I8);
     kvc_array_free(&array);
-    size = npy_image(image, sizeof image, "{'descr': '|u1', 'fortran_order': False, 'shape': (3, 0), }", 0);
+    size = support_npy_image(image, sizeof image, "{'descr': '|u1', 'fortran_order': False, 'shape': (3, 0), }", 0);
     cr_assert_eq(kvc_npy_parse(image, size, &array, error, sizeof error), 0, "%s", error);
     cr_expect_eq(array.count, 0);
     cr_expect_eq(array.shape[0], 3);

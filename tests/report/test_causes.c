@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "harness/compare/causes.h"
+#include "harness/replay/known.h"
 #include "kvcmp/backends.h"
 #include "kvcmp/run.h"
 #include "tests/test_support.h"
@@ -53,27 +54,12 @@ static void mask_text(unsigned mask, char *out, size_t size) {
         if (mask & (1u << k)) n += (size_t)snprintf(out + n, size - n, "%s ", kvc_cause_slug(k));
 }
 
-/* The Triton labels are sentences; each names one cause. */
-static const struct {
-    const char *contains;
-    kvc_parity_cause cause;
-} triton_labels[] = {
-    {"contract NaN, Triton +-448", KVC_CAUSE_NAN_TO_448},
-    {"contract NaN, Triton finite", KVC_CAUSE_NAN_TO_448},
-    {"contract 255 (NaN/inf block)", KVC_CAUSE_NAN_TO_448},
-    {"0x7fff", KVC_CAUSE_NAN_ALL_ONES},
-    {"1 step", KVC_CAUSE_LAST_BIT},
-    {"1 ulp", KVC_CAUSE_LAST_BIT},
-    {"ring row: contract writes, Triton leaves untouched", KVC_CAUSE_RING_AFTER_PADDING},
-    {"plain NoPE bf16: Triton NaN, contract finite", KVC_CAUSE_NOPE_PAIR_ROTATED},
-    {"plain fp8 NoPE: ", KVC_CAUSE_NOPE_PAIR_ROTATED},   /* "N step": the neighbour's inf became 448 */
-};
-
+/* The Triton labels are sentences; replay's known-difference reader
+ * (harness/replay/known.c) maps each to the cause it names. */
 static kvc_parity_cause triton_label_cause(const char *label) {
-    for (size_t i = 0; i < sizeof triton_labels / sizeof triton_labels[0]; i++)
-        if (strstr(label, triton_labels[i].contains)) return triton_labels[i].cause;
-    cr_assert_fail("classes.json label '%s' has no cause in this test's table", label);
-    return KVC_CAUSE_COUNT;
+    kvc_parity_cause cause = kvc_cause_from_label(label);
+    cr_assert(cause < KVC_CAUSE_COUNT, "classes.json label '%s' names no cause", label);
+    return cause;
 }
 
 Test(causes, triton_cases_agree_with_classes_json, .timeout = 300) {

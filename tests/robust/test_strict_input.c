@@ -16,24 +16,9 @@
 
 #define ARGC(argv) ((int)(sizeof(argv) / sizeof(argv)[0]))
 
-/* A .npy 1.0 image of `dict` padded like numpy, then data_bytes of 0x22. */
-static size_t npy_image(uint8_t *out, size_t capacity, const char *dict, size_t data_bytes) {
-    size_t dict_len = strlen(dict), total = 10 + dict_len + 1;
-    size_t pad = (64 - total % 64) % 64, header_len = dict_len + pad + 1;
-    cr_assert(10 + header_len + data_bytes <= capacity);
-    memcpy(out, "\x93NUMPY\x01\x00", 8);
-    out[8] = (uint8_t)header_len;
-    out[9] = (uint8_t)(header_len >> 8);
-    memcpy(out + 10, dict, dict_len);
-    memset(out + 10 + dict_len, ' ', pad);
-    out[10 + dict_len + pad] = '\n';
-    memset(out + 10 + header_len, 0x22, data_bytes);
-    return 10 + header_len + data_bytes;
-}
-
 static void expect_header_refused(const char *dict, size_t data_bytes, const char *needle) {
     uint8_t image[512];
-    size_t size = npy_image(image, sizeof image, dict, data_bytes);
+    size_t size = support_npy_image(image, sizeof image, dict, data_bytes);
     kvc_array array;
     char error[256] = "";
     cr_expect_eq(kvc_npy_parse(image, size, &array, error, sizeof error), -1, "accepted %s", dict);
@@ -43,7 +28,7 @@ static void expect_header_refused(const char *dict, size_t data_bytes, const cha
 
 static void expect_header_accepted(const char *dict, size_t data_bytes, kvc_dtype dtype, int ndim) {
     uint8_t image[512];
-    size_t size = npy_image(image, sizeof image, dict, data_bytes);
+    size_t size = support_npy_image(image, sizeof image, dict, data_bytes);
     kvc_array array;
     char error[256] = "";
     cr_assert_eq(kvc_npy_parse(image, size, &array, error, sizeof error), 0, "refused %s: %s", dict, error);
@@ -77,7 +62,7 @@ Test(npy_header, parsed_as_a_dict_literal) {
 
 Test(npy_header, a_nul_byte_is_refused) {
     uint8_t image[512];
-    size_t size = npy_image(image, sizeof image, "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }", 8);
+    size_t size = support_npy_image(image, sizeof image, "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }", 8);
     image[12] = 0;
     kvc_array array;
     char error[256] = "";
