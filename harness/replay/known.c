@@ -1,6 +1,8 @@
 /* Known upstream differences: see known.h. */
 #include "harness/replay/known.h"
 
+#include "harness/report/run_info.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,22 +36,6 @@ kvc_parity_cause kvc_cause_from_label(const char *label) {
     return KVC_CAUSE_COUNT;
 }
 
-static cJSON *read_json(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *text = NULL;
-    size_t size = 0;
-    FILE *mem = open_memstream(&text, &size);
-    char buffer[8192];
-    size_t n;
-    while ((n = fread(buffer, 1, sizeof buffer, f)) > 0) fwrite(buffer, 1, n, mem);
-    fclose(f);
-    fclose(mem);
-    cJSON *root = cJSON_Parse(text);
-    free(text);
-    return root;
-}
-
 /* The mask of one class entry: a name, or a list of labels. */
 static unsigned class_mask(const cJSON *entry, char *label, size_t label_size) {
     unsigned mask = 0;
@@ -80,7 +66,7 @@ unsigned kvc_known_causes(const char *case_dir, char *label, size_t label_size) 
         const char *key = full + (slash - dir) + 1;
         char path[4200];
         snprintf(path, sizeof path, "%s/classes.json", dir);
-        cJSON *classes = read_json(path);
+        cJSON *classes = kvc_read_json_file(path);
         const cJSON *entry = cJSON_GetObjectItemCaseSensitive(classes, key);
         unsigned mask = entry ? class_mask(entry, label, label_size) : 0;
         cJSON_Delete(classes);

@@ -117,3 +117,20 @@ int kvc_write_json_file(const char *path, cJSON *root, char *error, size_t error
     }
     return 0;
 }
+
+cJSON *kvc_read_json_file(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *text = NULL;
+    size_t size = 0;
+    FILE *mem = open_memstream(&text, &size);
+    if (!mem) { fclose(f); return NULL; }
+    char buffer[8192];
+    size_t n;
+    while ((n = fread(buffer, 1, sizeof buffer, f)) > 0) fwrite(buffer, 1, n, mem);
+    fclose(f);
+    fclose(mem);
+    cJSON *root = cJSON_Parse(text);
+    free(text);
+    return root;
+}

@@ -29,4 +29,8 @@ void kvc_make_parent_dir(const char *path);
  * root.  0, or -1 with a message naming the file, why, and what to do. */
 int kvc_write_json_file(const char *path, cJSON *root, char *error, size_t error_size);
 
+/* The JSON document in the file at path; NULL when it cannot be opened
+ * or is not valid JSON.  The caller frees it with cJSON_Delete. */
+cJSON *kvc_read_json_file(const char *path);
+
 #endif
