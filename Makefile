@@ -1,11 +1,18 @@
-# kvcmp build.  `make test` and `make fuzz` install missing Debian
-# packages first (make deps).  See README.md.
+# kvcmp build.  `make test`, `make fuzz`, `make report` and `make coverage`
+# install the missing Debian packages they need first (make deps-*).
+# See README.md.
 #
 #   make                 build/kvcmp, build/libkvcmp.a and build/libkvcmp.so
+#                        (the same as make all)
 #   make test            the test suite, what CI runs (unit tests under
 #                        ASan/UBSan, corpus replay, fuzz and mutant checks,
 #                        the coverage gate)
-#   make deps            installs the Debian packages the build needs
+#   make deps            installs every Debian package make test needs
+#   make deps-build      only those that build kvcmp and run make fuzz
+#   make deps-test       those plus the test tools (g++, Criterion, gcovr,
+#                        clang)
+#   make deps-python     Python 3 with numpy, pytest, torch and yaml, for
+#                        the Python package and its tests
 #   make lib             build/libkvcmp.a and build/libkvcmp.so only
 #   make exhaustive      format and vector-exp checks over all 2^32 inputs
 #   make clean           removes build/
@@ -14,6 +21,8 @@
 # Every goal, here and in mk/*.mk, is listed in a comment line
 # "#   make GOAL  what it does" at the top of its file: make help prints them.
 
+# Bare `make` builds `all`, whatever rule comes first below.
+.DEFAULT_GOAL := all
 SHELL := bash
 CC ?= gcc
 BUILD ?= build
@@ -21,7 +30,13 @@ BUILD ?= build
 # names a folder of newer ones (spec-cases, vllm-cases, upstream-fuzz) that
 # make test replays in addition; none by default.
 SHARED ?=
-DEBIAN_PACKAGES := gcc g++ make pkg-config libmpfr-dev libgmp-dev libcriterion-dev libcjson-dev gcovr clang python3 python3-numpy python3-pytest python3-torch python3-yaml
+# Debian packages, by what needs them: building kvcmp and `make fuzz`;
+# the test suite's tools on top; the Python package and its tests.
+# make deps installs all three (what make test needs).
+BUILD_PACKAGES := gcc make pkg-config libmpfr-dev libgmp-dev libcjson-dev
+TEST_PACKAGES := $(BUILD_PACKAGES) g++ libcriterion-dev gcovr clang
+PYTHON_PACKAGES := python3 python3-numpy python3-pytest python3-torch python3-yaml python3-venv python3-setuptools python3-pip
+DEBIAN_PACKAGES := $(TEST_PACKAGES) $(PYTHON_PACKAGES)
 STD_FLAGS := -std=c17 -D_GNU_SOURCE -g -Wall -Wextra -fno-fast-math -ffp-contract=off -fopenmp
 OPT_FLAGS ?= -O2
 AVX512_FLAGS := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma
@@ -71,11 +86,17 @@ endif
 # make libkvcmp.a and libkvcmp.so), sanitized test objects in $(BUILD)/asan.
 obj = $(patsubst %.c,$(BUILD)/$(1)/%.o,$(2))
 
-.PHONY: all deps test fuzz exhaustive bench clean lib install uninstall help
+.PHONY: all deps deps-build deps-test deps-python test fuzz exhaustive bench clean lib install uninstall help
 all: $(BUILD)/kvcmp lib
 
 deps:
 	@bash tools/deps.sh $(DEBIAN_PACKAGES)
+deps-build:
+	@bash tools/deps.sh $(BUILD_PACKAGES)
+deps-test:
+	@bash tools/deps.sh $(TEST_PACKAGES)
+deps-python:
+	@bash tools/deps.sh $(PYTHON_PACKAGES)
 
 $(BUILD)/obj/optimized/%.o: optimized/%.c
 	@mkdir -p $(dir $@)
@@ -161,7 +182,7 @@ test: deps
 	@bash tools/run_tests.sh $(BUILD)/test-logs '$(MAKE) --no-print-directory $(BUILD_JOBS) $(TEST_BUILD)' \
 	  '$(MAKE) --no-print-directory' '$(TEST_EXTRA)' '$(UNIT_TESTS)'
 
-exhaustive: deps $(BUILD)/kvcmp-exhaustive
+exhaustive: deps-build $(BUILD)/kvcmp-exhaustive
 	$(BUILD)/kvcmp-exhaustive
 
 $(BUILD)/kvcmp-exhaustive: $(BUILD)/obj/tools/exhaustive.o $(BUILD)/libkvcmp.a

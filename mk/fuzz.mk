@@ -5,8 +5,16 @@
 #   make mutants-check   every mutant must be caught by a fixed-seed campaign
 #   make fuzz-check      fixed-seed campaign of 20,000 cases (part of make test)
 #   make wrap-check      fuzz examples/wrap_reference (part of make test)
+#   make examples        the example plug-ins: build/examples/wrap_reference.so
+#   make multi-bug       build/mutants/multi/multi_bug.so, one planted bug per
+#                        stage (mutants-check fuzzes it)
+#   make fuzz-corpus-check  the libFuzzer entry point over fixtures/corpus,
+#                        without libFuzzer (part of make test)
 #   make libfuzzer       clang libFuzzer target build/libfuzzer/kvcmp_fuzzer
 #                        (LIBFUZZER_SERIAL=1: without OpenMP, for MemorySanitizer)
+#   make exp-boundaries  rewrites harness/fuzz/exp_boundaries.inc, the exp
+#                        rounding boundaries of the exp_boundary value family,
+#                        with tools/exp_boundaries.c (MPFR; about a minute)
 #
 # FUZZ_ARGS adds options to `make fuzz`, e.g. FUZZ_ARGS='--candidate my.so'.
 
@@ -21,9 +29,9 @@ PLUGIN_LIBS := -lmpfr -lgmp -lm -fopenmp
 MUTANT_NAMES := $(sort $(basename $(notdir $(wildcard harness/mutants/*.sed))))
 MUTANT_LIBS := $(patsubst %,$(BUILD)/mutants/%.so,$(MUTANT_NAMES))
 
-.PHONY: fuzz fuzz-check mutants mutants-check wrap-check examples libfuzzer fuzz-corpus-check
+.PHONY: fuzz fuzz-check mutants mutants-check wrap-check examples libfuzzer fuzz-corpus-check multi-bug exp-boundaries
 
-fuzz: deps $(BUILD)/kvcmp
+fuzz: deps-build $(BUILD)/kvcmp
 	@mkdir -p reports
 	$(BUILD)/kvcmp fuzz --seconds 60 $(FUZZ_ARGS)
 
@@ -82,6 +90,18 @@ wrap-check: $(BUILD)/examples/wrap_reference.so $(BUILD)/kvcmp
 	@mkdir -p reports
 	$(BUILD)/kvcmp fuzz --candidate $(BUILD)/examples/wrap_reference.so --seed $(FUZZ_SEED) --cases 3000 \
 	  --json reports/fuzz-wrap-reference.json --junit $(JUNIT_DIR)/fuzz-wrap-reference.xml
+
+# The fp32 inputs whose exp lies next to a rounding boundary, which
+# harness/fuzz/gen.c includes (fixtures/exp-boundaries/README.md).  A
+# source file, not a fixture: the build needs it.  Written to a temporary
+# file first, so that a failed run leaves the list as it was.
+$(BUILD)/exp-boundaries: tools/exp_boundaries.c
+	@mkdir -p $(dir $@)
+	$(Q)$(call say,CC,$<)$(CC) -std=c17 -O2 -ffp-contract=off -fno-fast-math $< -o $@ -lmpfr -lgmp -lm
+
+exp-boundaries: $(BUILD)/exp-boundaries
+	$(BUILD)/exp-boundaries > $(BUILD)/exp_boundaries.inc.new
+	mv $(BUILD)/exp_boundaries.inc.new harness/fuzz/exp_boundaries.inc
 
 # libFuzzer (clang): the OSS-Fuzz style script does the build.
 libfuzzer:

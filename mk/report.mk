@@ -18,7 +18,7 @@ REPORT_PARITY_CASES = fixtures/vllm-cases $(if $(SHARED),$(wildcard $(SHARED)/vl
 
 .PHONY: report coverage
 
-report: deps $(BUILD)/kvcmp
+report: deps-build $(BUILD)/kvcmp
 	$(BUILD)/kvcmp report precision --out $(REPORT_DIR) --cases $(REPORT_CASES) --seed $(REPORT_SEED)
 	$(if $(REPORT_PARITY_CASES),$(BUILD)/kvcmp report parity --out $(REPORT_DIR) $(REPORT_PARITY_CASES))
 
@@ -53,7 +53,7 @@ COVERAGE_FILTERS := --filter '$(CURDIR)/common/' --filter '$(CURDIR)/include/' -
 COVERAGE_MAKE_FLAGS := CC='$(CC) --coverage -DKVC_COVERAGE' OPT_FLAGS='-O0' TEST_OPT_FLAGS='-O0' SANITIZE=
 
 # The planted-bug libraries of make mutants: the campaign tests fuzz them.
-coverage: deps $(MUTANT_LIBS)
+coverage: deps-test $(MUTANT_LIBS)
 	@# make does not see changed flags: a build made with others starts over.
 	@if [ "$$(cat $(COVERAGE_BUILD)/flags 2>/dev/null)" != "$(COVERAGE_MAKE_FLAGS)" ]; then \
 		rm -rf $(COVERAGE_BUILD) && mkdir -p $(COVERAGE_BUILD) && echo "$(COVERAGE_MAKE_FLAGS)" > $(COVERAGE_BUILD)/flags; fi

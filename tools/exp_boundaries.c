@@ -1,4 +1,4 @@
-/* Writes fixtures/exp-boundaries/exp_boundaries.inc: the fp32 inputs x in
+/* Writes harness/fuzz/exp_boundaries.inc: the fp32 inputs x in
  * [-87, 0) whose exp(x) lies within 2^-22 of an fp32 ulp of a rounding
  * boundary (the midpoint between two fp32 values).  An exp evaluated in
  * double and rounded once to fp32 is correctly rounded unless its error
@@ -7,9 +7,10 @@
  * score windows (harness/fuzz/gen.c).
  *
  * Every float of the range is screened in double, then each candidate's
- * distance is measured with MPFR at 200 bits.  Run once:
- *   gcc -O2 -o build/exp-boundaries tools/exp_boundaries.c -lmpfr -lgmp -lm
- *   build/exp-boundaries > fixtures/exp-boundaries/exp_boundaries.inc */
+ * distance is measured with MPFR at 200 bits.  Run once, by
+ *   make exp-boundaries
+ * which builds this file and rewrites harness/fuzz/exp_boundaries.inc, a
+ * source of the fuzzer (not a fixture: the build needs it). */
 #include <math.h>
 #include <mpfr.h>
 #include <stdint.h>

@@ -126,7 +126,7 @@ static float raw_pattern(kvc_rng *r) {
 /* The inputs whose exp lies next to an fp32 rounding boundary
  * (fixtures/exp-boundaries/README.md says how they were found). */
 static const double exp_boundaries[] = {
-#include "fixtures/exp-boundaries/exp_boundaries.inc"
+#include "harness/fuzz/exp_boundaries.inc"
 };
 
 /* Roles drawn from families that meet badly: kv far above 1, weights
