@@ -149,12 +149,20 @@ $(BUILD)/asan/unit-tests: $(call obj,asan,$(TEST_SRC)) $(BUILD)/asan/libkvcmp.a
 TEST_PLUGIN_KINDS := no_entry null_table wrong_abi short_table crash partial bench \
 	hang shrink_crash shrink_hang exit0 abort heap_smash balloon leak threads
 TEST_PLUGINS_WITH_REFERENCE := leak threads
+# C++ candidates, one per tests/plugins/KIND.cpp (tests/backends/test_cpp_plugin.c):
+# mangled defines its entry point with C++ linkage, cpp_entry after
+# including kvcmp/plugin.h.
+TEST_PLUGIN_CXX_KINDS := mangled cpp_entry
+TEST_PLUGIN_KINDS += $(TEST_PLUGIN_CXX_KINDS)
 TEST_PLUGINS = $(patsubst %,$(BUILD)/test-plugins/%.so,$(TEST_PLUGIN_KINDS))
 $(TEST_PLUGINS_WITH_REFERENCE:%=$(BUILD)/test-plugins/%.so): $(BUILD)/libkvcmp.a
 $(BUILD)/test-plugins/%.so: tests/plugins/candidate.c $(PUBLIC_HEADERS)
 	@mkdir -p $(dir $@)
 	$(Q)$(call say,CC,$@)$(CC) $(STD_FLAGS) -O1 -fPIC -shared -fvisibility=hidden $(INCLUDES) -DKIND_$* $< -o $@ \
 	  $(if $(filter $*,$(TEST_PLUGINS_WITH_REFERENCE)),$(BUILD)/libkvcmp.a $(LIBS) -lpthread)
+$(TEST_PLUGIN_CXX_KINDS:%=$(BUILD)/test-plugins/%.so): $(BUILD)/test-plugins/%.so: tests/plugins/%.cpp $(PUBLIC_HEADERS)
+	@mkdir -p $(dir $@)
+	$(Q)$(call say,CXX,$@)$(CXX) -std=c++17 -Wall -Wextra -Werror -O1 -fPIC -shared -fvisibility=hidden $(INCLUDES) $< -o $@
 
 # The test suite: unit and property tests under ASan/UBSan, replay of the
 # shared case corpora and of fixtures/regressions.  Criterion prints the

@@ -8,6 +8,10 @@
 
 #include "kvcmp/plugin.h"
 
+/* kvcmp_plugin_entry() as g++ and clang++ name a C++ function of that
+ * signature. */
+#define KVCMP_PLUGIN_ENTRY_MANGLED_SYMBOL "_Z18kvcmp_plugin_entryv"
+
 /* Loaded libraries stay loaded for the life of the process: their
  * backend tables are handed out by pointer. */
 const kvc_backend *kvc_plugin_load(const char *path, char *error, size_t error_size) {
@@ -23,7 +27,15 @@ const kvc_backend *kvc_plugin_load(const char *path, char *error, size_t error_s
     kvcmp_plugin_entry_fn entry;
     *(void **)&entry = dlsym(library, KVCMP_PLUGIN_ENTRY_SYMBOL);
     if (!entry) {
-        snprintf(error, error_size, "candidate %s exports no %s() (see include/kvcmp/plugin.h)", path, KVCMP_PLUGIN_ENTRY_SYMBOL);
+        /* A C++ definition that did not see the extern "C" declaration of
+         * kvcmp/plugin.h exports the Itanium-mangled name instead. */
+        if (dlsym(library, KVCMP_PLUGIN_ENTRY_MANGLED_SYMBOL))
+            snprintf(error, error_size,
+                     "candidate %s exports %s with C++ linkage (a mangled name): declare it extern \"C\" or include kvcmp/plugin.h "
+                     "before defining it",
+                     path, KVCMP_PLUGIN_ENTRY_SYMBOL);
+        else
+            snprintf(error, error_size, "candidate %s exports no %s() (see include/kvcmp/plugin.h)", path, KVCMP_PLUGIN_ENTRY_SYMBOL);
         dlclose(library);
         return NULL;
     }

@@ -5,7 +5,8 @@
  *
  *     const kvcmp_plugin *kvcmp_plugin_entry(void);
  *
- * returning a pointer to a static table that lives as long as the
+ * (declared below with C linkage: C++ code defines it after including
+ * this header, or inside an extern "C" block of its own), returning a pointer to a static table that lives as long as the
  * library.  The table names the ABI version it was built against and
  * supplies any subset of the stages: a NULL entry means "not offered", and
  * the fuzzer skips (and counts) the cases of that stage.
@@ -56,6 +57,13 @@ typedef const kvcmp_plugin *(*kvcmp_plugin_entry_fn)(void);
 #else
 #define KVCMP_PLUGIN_EXPORT
 #endif
+
+/* The entry point a candidate library defines (libkvcmp does not).
+ * Declared here, inside extern "C", so that a C++ plug-in that includes
+ * this header before defining it exports the plain C name; without the
+ * declaration a C++ compiler would mangle it (_Z18kvcmp_plugin_entryv)
+ * and the loader would not find it. */
+KVCMP_PLUGIN_EXPORT const kvcmp_plugin *kvcmp_plugin_entry(void);
 
 #ifdef __cplusplus
 }
