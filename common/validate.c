@@ -28,6 +28,9 @@ const char *kvc_status_name(int code) {
     case KVC_ERR_METADATA: return "inconsistent-metadata";
     case KVC_ERR_NOMEM: return "out-of-memory";
     case KVC_ERR_UNAVAILABLE: return "unavailable";
+    case KVC_ERR_CANDIDATE: return "candidate-error";
+    case KVC_ERR_CRASHED: return "crashed";
+    case KVC_ERR_DEVICE_LOST: return "device-lost";
     }
     return "unknown";
 }

@@ -6,11 +6,13 @@
 
 #include "optimized/optimized.h"
 #include "harness/backends/plugin.h"
+#include "harness/backends/pyworker.h"
 
 const kvc_backend *kvc_backend_by_name(const char *name, char *error, size_t error_size) {
     if (strcmp(name, "ref") == 0 || strcmp(name, "reference") == 0) return &kvc_reference_backend;
     if (strcmp(name, "opt") == 0 || strcmp(name, "optimized") == 0) return kvc_optimized_backend_get(error, error_size);
+    if (strncmp(name, "py:", 3) == 0) return kvc_pyworker_backend(name + 3, error, error_size);
     if (strchr(name, '/') || strstr(name, ".so")) return kvc_plugin_load(name, error, error_size);
-    snprintf(error, error_size, "unknown implementation '%s' (ref, opt, or a path to a candidate .so)", name);
+    snprintf(error, error_size, "unknown implementation '%s' (ref, opt, a path to a candidate .so, or py:FILE.py:FUNCTION)", name);
     return NULL;
 }

@@ -2,6 +2,9 @@
  * the generator, the reference run, the comparison and the shrinker. */
 #include "kvcmp/ffi.h"
 
+#include "cli/commands.h"
+#include "harness/options/options.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -299,4 +302,18 @@ int kvc_ffi_shrink(kvc_ffi_case *h, kvc_ffi_still_fails_fn still_fails, void *co
     if (tokens_before) *tokens_before = stats.tokens_before;
     if (tokens_after) *tokens_after = stats.tokens_after;
     return stats.accepted;
+}
+
+/* ---- commands -------------------------------------------------------- */
+
+int kvc_ffi_command(const char *invocation, const char *name, int argc, char **argv) {
+    static const struct {
+        const char *name;
+        int (*run)(int, char **);
+    } commands[] = {{"replay", kvc_cmd_replay}, {"gen", kvc_cmd_gen}, {"report", kvc_cmd_report}, {"bench", kvc_cmd_bench}};
+    kvc_set_invocation(invocation);
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+        if (strcmp(name, commands[i].name) == 0) return commands[i].run(argc, argv);
+    fprintf(stderr, "kvcmp: unknown command '%s' (replay, gen, report, bench; fuzz is kvc_campaign_main)\n", name);
+    return 2;
 }

@@ -1,5 +1,6 @@
-/* kvcmp fuzz: the differential fuzzer's command line, its worker
- * processes and its reports.
+/* The fuzzing campaign (include/kvcmp/campaign.h): its worker
+ * processes, their supervision and its reports.  `kvcmp fuzz` parses its
+ * command line in fuzz_command.c and calls kvc_campaign_run.
  *
  * Cases are numbered; case i is generated from stream i of the seed
  * (harness/fuzz/gen.c), so `--only I` regenerates exactly one case and
@@ -18,11 +19,13 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <dirent.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "kvcmp/backends.h"
-#include "cli/commands.h"
+#include "harness/backends/pyworker.h"
+#include "kvcmp/campaign.h"
 #include "harness/fuzz/coverage.h"
 #include "kvcmp/generate.h"
 #include "harness/fuzz/run.h"
@@ -54,12 +57,16 @@ typedef struct {
     int threads_given;        /* --threads: else each case draws its own */
     int invalid_per_mille;
     int metamorphic_per_mille;
+    int geometry_pool;        /* > 0: page paddings drawn from this many values */
     double shrink_seconds;
     kvc_child_limits limits;  /* --timeout, --rss-limit-mb */
     const char *save_dir;
-    char default_save_dir[128];  /* build/fuzz-failures/CAMPAIGN, when --save is not given */
+    char default_save_dir[600];  /* OUT/failures/CAMPAIGN, when no save_dir is given */
+    char default_json_path[600]; /* OUT/fuzz-summary.json */
     const char *candidate_name;
     const char *json_path;
+    const char *out_dir;
+    char command[300];           /* how __REPRO lines run kvcmp, with KVCMP_PYTHON=... for a py: candidate */
     const char *junit_path;
     const char *stage_list;
     const char *family_list;
@@ -165,7 +172,10 @@ static void save_case(const fuzz_options *o, const kvc_gen_case *g, int64_t inde
 static void shrink_and_save(worker *w, kvc_gen_case *g, int64_t index, uint64_t salt, const kvc_fuzz_verdict *v, message *m) {
     shrink_context ctx = {.target = &w->target, .salt = salt, .signature_key = m->signature.key};
     kvc_shrink_stats stats;
+    /* A lost device poisons its worker: each attempt gets a fresh one. */
+    kvc_pyworker_fresh_each_call(strcmp(m->kind, "device-lost") == 0);
     kvc_shrink_case(&g->c, still_fails, &ctx, w->o->shrink_seconds, &stats);
+    kvc_pyworker_fresh_each_call(0);
     m->tokens_before = stats.tokens_before;
     m->tokens_after = stats.tokens_after;
     cJSON *meta = cJSON_CreateObject();
@@ -196,7 +206,7 @@ static void shrink_and_save(worker *w, kvc_gen_case *g, int64_t index, uint64_t 
  * retires.  A worker whose memory runs away inside one call is killed
  * by the parent at HARD_RSS_FACTOR x the limit (enforce_limits). */
 static int outgrew_memory_limit(worker *w, kvc_gen_case *g, int64_t index, message *m) {
-    int64_t limit = w->o->limits.rss_limit_mb, rss = kvc_process_rss_bytes(0);
+    int64_t limit = w->o->limits.rss_limit_mb, rss = kvc_process_rss_bytes(0) + kvc_pyworker_rss_bytes();
     if (limit <= 0 || rss <= limit * 1024 * 1024) return 0;
     m->type = MSG_RESULT;
     m->outcome = KVC_FUZZ_FAIL;
@@ -393,13 +403,14 @@ static void clear_progress(campaign *c) {
 /* The command that regenerates and re-checks exactly one case. */
 static void repro_fuzz(const campaign *c, int64_t index, char *out, size_t size) {
     const fuzz_options *o = c->o;
-    int n = snprintf(out, size, "build/kvcmp fuzz --seed %llu --only %lld --candidate %s --policy %s", (unsigned long long)o->seed,
+    int n = snprintf(out, size, "%s fuzz --seed %llu --only %lld --candidate %s --policy %s", o->command, (unsigned long long)o->seed,
                      (long long)index, o->candidate_name, policy_name(o->policy));
     if (o->threads_given && n < (int)size) n += snprintf(out + n, size - (size_t)n, " --threads %d", o->threads);
     if (o->invalid_per_mille != DEFAULT_INVALID_PER_MILLE && n < (int)size)
         n += snprintf(out + n, size - (size_t)n, " --invalid-rate %d", o->invalid_per_mille);
     if (o->metamorphic_per_mille != DEFAULT_METAMORPHIC_PER_MILLE && n < (int)size)
         n += snprintf(out + n, size - (size_t)n, " --metamorphic-rate %d", o->metamorphic_per_mille);
+    if (o->geometry_pool && n < (int)size) n += snprintf(out + n, size - (size_t)n, " --geometry-pool %d", o->geometry_pool);
     if (o->stage_list && n < (int)size) n += snprintf(out + n, size - (size_t)n, " --stage %s", o->stage_list);
     if (o->family_list && n < (int)size) n += snprintf(out + n, size - (size_t)n, " --family %s", o->family_list);
     if (o->limits.timeout_seconds != KVC_DEFAULT_TIMEOUT_SECONDS && n < (int)size)
@@ -424,7 +435,7 @@ static void on_result(campaign *c, const message *m) {
     if (m->outcome != KVC_FUZZ_FAIL) return;
     c->failures++; tv->failures++; tf->failures++;
     if (c->failures == 1) c->first_failure_at = m->at_seconds;
-    char repro[600];
+    char repro[800];
     repro_fuzz(c, m->index, repro, sizeof repro);
     kvc_signature_entry *e = kvc_signature_list_get(&c->signatures, &m->signature, m->index);
     if (e && e->count++ == 0) snprintf(e->first_repro, sizeof e->first_repro, "%s", repro);
@@ -456,8 +467,8 @@ static void on_saved(campaign *c, const message *m) {
         f->tokens_after = m->tokens_after;
         f->page_padding = m->page_padding;
     }
-    char repro[700];
-    snprintf(repro, sizeof repro, "build/kvcmp replay --impl %s --policy %s --page-padding %lld %s", c->o->candidate_name,
+    char repro[900];
+    snprintf(repro, sizeof repro, "%.300s replay --impl %s --policy %s --page-padding %lld %s", c->o->command, c->o->candidate_name,
              policy_name(c->o->policy), (long long)m->page_padding, m->saved);
     kvc_signature_entry *e = kvc_signature_list_find(&c->signatures, f ? f->result.signature.key : m->signature.key);
     if (e) kvc_signature_list_saved(e, m->index, m->tokens_after, m->saved, repro);
@@ -471,7 +482,8 @@ static void on_saved(campaign *c, const message *m) {
  * parent: its worker died or was killed before it could. */
 static void save_unshrunk(campaign *c, int64_t index, message *m) {
     kvc_gen_config gen = {.seed = c->o->seed, .variant_mask = c->o->variant_mask,
-                          .invalid_per_mille = c->o->invalid_per_mille, .family_mask = c->o->family_mask};
+                          .invalid_per_mille = c->o->invalid_per_mille, .family_mask = c->o->family_mask,
+                          .geometry_pool = c->o->geometry_pool};
     kvc_gen_case g;
     kvc_gen_make(&gen, index, &g);
     const failure *f = find_failure(c, index);
@@ -480,7 +492,8 @@ static void save_unshrunk(campaign *c, int64_t index, message *m) {
     if (!g.history && c->o->save_dir[0] && (!e || e->count <= c->o->max_per_signature)) {
         kvc_fuzz_add_expected(&kvc_reference_backend, &g.c);
         /* The conditions the lost check ran under, as the worker drew them. */
-        kvc_fuzz_target target = {.threads = c->o->threads, .vary_threads = !c->o->threads_given};
+        kvc_fuzz_target target = {.threads = c->o->threads, .vary_threads = !c->o->threads_given,
+                                  .geometry_pool = c->o->geometry_pool, .geometry_salt = c->o->seed};
         kvc_fuzz_conditions k;
         kvc_fuzz_draw_conditions(&target, case_salt(c->o, index), &k);
         cJSON *meta = cJSON_CreateObject();
@@ -502,7 +515,8 @@ static void save_unshrunk(campaign *c, int64_t index, message *m) {
  * --timeout or --rss-limit-mb: the case fails with that kind. */
 static void on_lost_case(campaign *c, int64_t index, const char *kind, const char *detail) {
     kvc_gen_config gen = {.seed = c->o->seed, .variant_mask = c->o->variant_mask,
-                          .invalid_per_mille = c->o->invalid_per_mille, .family_mask = c->o->family_mask};
+                          .invalid_per_mille = c->o->invalid_per_mille, .family_mask = c->o->family_mask,
+                          .geometry_pool = c->o->geometry_pool};
     kvc_gen_case g;
     kvc_gen_make(&gen, index, &g);
     message m = {.type = MSG_RESULT, .index = index, .variant = g.variant, .family = g.family, .outcome = KVC_FUZZ_FAIL,
@@ -549,13 +563,16 @@ static void print_summary(campaign *c, double elapsed) {
     kvc_signature_list_print(stdout, &c->signatures);
     if (!c->failures) return;
     printf("fuzz: %d distinct failure%s, each listed above with the command that regenerates its first case and the one that "
-           "replays its smallest saved case; shrunk cases are under %s (replay them with build/kvcmp replay)\n",
-           c->signatures.count, c->signatures.count == 1 ? "" : "s", c->o->save_dir[0] ? c->o->save_dir : "(not saved: --save was empty)");
-    if (!c->o->save_dir[0] || strcmp(c->o->save_dir, "fixtures/regressions") == 0) return;
+           "replays its smallest saved case; shrunk cases are under %s (replay them with %s replay --impl %s DIR)\n",
+           c->signatures.count, c->signatures.count == 1 ? "" : "s", c->o->save_dir[0] ? c->o->save_dir : "(not saved: --save was empty)",
+           c->o->command, c->o->candidate_name);
+    if (!c->o->save_dir[0]) return;
     const char *example = NULL;
     for (int i = 0; i < c->num_failures_listed && !example; i++)
         if (c->failures_list[i].saved[0] && c->failures_list[i].saved[0] != '(') example = c->failures_list[i].saved;
-    if (example) printf("fuzz: to keep a case as a regression that make test replays from then on: cp -r %s fixtures/regressions/\n", example);
+    if (example)
+        printf("fuzz: to keep a case as a regression, copy it into your repository's regressions folder (cp -r %s REGRESSIONS/) "
+               "and gate on %s replay --impl %s REGRESSIONS\n", example, c->o->command, c->o->candidate_name);
 }
 
 static cJSON *tally_json(const tally *t) {
@@ -588,6 +605,8 @@ static cJSON *options_json(const fuzz_options *o) {
     if (o->stage_list) cJSON_AddStringToObject(j, "stage", o->stage_list);
     if (o->family_list) cJSON_AddStringToObject(j, "family", o->family_list);
     cJSON_AddStringToObject(j, "save", o->save_dir);
+    cJSON_AddStringToObject(j, "out", o->out_dir);
+    cJSON_AddNumberToObject(j, "geometry_pool", o->geometry_pool);
     cJSON_AddNumberToObject(j, "timeout_seconds", o->limits.timeout_seconds);
     cJSON_AddNumberToObject(j, "rss_limit_mb", (double)o->limits.rss_limit_mb);
     return j;
@@ -628,7 +647,7 @@ static cJSON *summary_json(campaign *c, double elapsed) {
     cJSON *list = cJSON_AddArrayToObject(root, "failure_list");
     for (int i = 0; i < c->num_failures_listed; i++) {
         failure *x = &c->failures_list[i];
-        char repro[600];
+        char repro[800];
         repro_fuzz(c, x->result.index, repro, sizeof repro);
         cJSON *item = cJSON_CreateObject();
         cJSON_AddNumberToObject(item, "case", (double)x->result.index);
@@ -702,125 +721,14 @@ static int write_junit(campaign *c, double elapsed) {
     return rc;
 }
 
-/* ---- options ---------------------------------------------------------- */
-
-static void usage(FILE *out) {
-    fprintf(out,
-            "usage: kvcmp fuzz [--seed S] [--cases N | --seconds T] [--stage LIST] [--threads K] [--jobs J]\n"
-            "                  [--shard I/N] [--save DIR] [--candidate LIB.so|opt|ref] [--policy exact|vllm]\n"
-            "                  [--family LIST] [--only I] [--max-failures N] [--max-failures-per-signature N]\n"
-            "                  [--invalid-rate PER_MILLE]\n"
-            "                  [--metamorphic-rate PER_MILLE] [--shrink-seconds T]\n"
-            "                  [--timeout SECONDS] [--rss-limit-mb MB] [--json FILE] [--junit FILE] [--quiet] [--list]\n"
-            "  Runs generated cases through the reference and the candidate and compares every byte.\n"
-            "  Defaults: --seed 1 --seconds 60 --candidate opt (else the reference against itself),\n"
-            "  --save build/fuzz-failures/seedS-TIME-PID, --json reports/fuzz-summary.json,\n"
-            "  --jobs = cores (at most %d), --threads 1.  A case copied into fixtures/regressions (or saved\n"
-            "  there with --save fixtures/regressions) is replayed by make test from then on.\n"
-            "  Of --cases and --seconds the one given last counts.\n"
-            "  --stage takes variant name prefixes (see --list), e.g. v4.compress,v41.forward.\n"
-            "  Each failure gets a signature (stage, check, regions, cause class); --max-failures N\n"
-            "  (default 10) stops the campaign once N distinct signatures are in (the cases the other\n"
-            "  jobs are running still finish, so a few more can appear); --max-failures-per-signature N\n"
-            "  (default 3) prints, shrinks and saves the first N failures of each signature, and only\n"
-            "  counts the rest.  Without --threads each case draws the candidate's thread count (1-8).\n"
-            "  --junit FILE: JUnit XML for CI, a failed testcase per failure signature (its first case's\n"
-            "  difference, its count and __REPRO lines), a passed one per variant without failures, a\n"
-            "  skipped one per variant the candidate does not offer.\n"
-            "  --timeout S (default %g): a case that takes longer kills its worker and fails as timeout;\n"
-            "  --rss-limit-mb M (default %d): a worker past it after a case fails that case as memory\n"
-            "  (past twice the limit inside one it is killed at once).  Either way the case is saved\n"
-            "  and a new worker carries on.  SIGINT/SIGTERM stop the workers, keep the failures found\n"
-            "  and write the summary marked interrupted (exit 130/143; a second signal stops at once).\n"
-            "  Exit status: 0 no failure, 1 failures, 2 bad options, 3 a case or the summary could not\n"
-            "  be written.\n",
-            MAX_JOBS, KVC_DEFAULT_TIMEOUT_SECONDS, KVC_DEFAULT_RSS_LIMIT_MB);
-}
-
-/* Failures go under build/, one folder per campaign (seed, start time,
- * process), so that a campaign never writes into the checkout's tracked
- * files; fixtures/regressions gets a case only when a user copies it
- * there or names it with --save. */
-static void set_default_save_dir(fuzz_options *o) {
-    time_t now = time(NULL);
-    struct tm utc;
-    char stamp[32];
-    strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", gmtime_r(&now, &utc));
-    snprintf(o->default_save_dir, sizeof o->default_save_dir, "build/fuzz-failures/seed%llu-%s-%d", (unsigned long long)o->seed, stamp,
-             (int)getpid());
-    o->save_dir = o->default_save_dir;
-}
-
-static int parse_options(int argc, char **argv, fuzz_options *o) {
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    *o = (fuzz_options){.seed = 1, .cases = -1, .seconds = 60, .only = -1, .shard_count = 1, .jobs = cores > 0 ? (int)cores : 1,
-                        .threads = 1, .max_failures = 10, .max_per_signature = DEFAULT_MAX_PER_SIGNATURE,
-                        .invalid_per_mille = DEFAULT_INVALID_PER_MILLE,
-                        .metamorphic_per_mille = DEFAULT_METAMORPHIC_PER_MILLE,
-                        .shrink_seconds = 5, .json_path = "reports/fuzz-summary.json",
-                        .limits = {.timeout_seconds = KVC_DEFAULT_TIMEOUT_SECONDS, .rss_limit_mb = KVC_DEFAULT_RSS_LIMIT_MB}};
-    int shard[2] = {0, 1}, cases_given = 0, seconds_given = 0, list = 0;
-    const kvc_option options[] = {
-        {"seed", KVC_OPT_UINT64, .target = &o->seed},
-        {"cases", KVC_OPT_INT64, .target = &o->cases, .min = 0, .max = INT64_MAX, .given = &cases_given},
-        {"seconds", KVC_OPT_DOUBLE, .target = &o->seconds, .low = 0.001, .high = 1e7, .given = &seconds_given},
-        {"only", KVC_OPT_INT64, .target = &o->only, .min = 0, .max = INT64_MAX},
-        {"threads", KVC_OPT_INT, .target = &o->threads, .min = 1, .max = 1024, .given = &o->threads_given},
-        {"jobs", KVC_OPT_INT, .target = &o->jobs, .min = 1, .max = 1024},
-        {"max-failures", KVC_OPT_INT, .target = &o->max_failures, .min = 1, .max = INT32_MAX},
-        {"max-failures-per-signature", KVC_OPT_INT, .target = &o->max_per_signature, .min = 1, .max = INT32_MAX},
-        {"invalid-rate", KVC_OPT_INT, .target = &o->invalid_per_mille, .min = 0, .max = 1000},
-        {"metamorphic-rate", KVC_OPT_INT, .target = &o->metamorphic_per_mille, .min = 0, .max = 1000},
-        {"shrink-seconds", KVC_OPT_DOUBLE, .target = &o->shrink_seconds, .low = 0, .high = 1e7},
-        {"timeout", KVC_OPT_DOUBLE, .target = &o->limits.timeout_seconds, .low = 0.001, .high = 1e7},
-        {"rss-limit-mb", KVC_OPT_INT64, .target = &o->limits.rss_limit_mb, .min = 1, .max = INT64_C(1) << 30},
-        {"save", KVC_OPT_STRING, .target = &o->save_dir},
-        {"json", KVC_OPT_STRING, .target = &o->json_path},
-        {"junit", KVC_OPT_STRING, .target = &o->junit_path},
-        {"candidate", KVC_OPT_STRING, .target = &o->candidate_name},
-        {"stage", KVC_OPT_STRING, .target = &o->stage_list},
-        {"family", KVC_OPT_STRING, .target = &o->family_list},
-        {"shard", KVC_OPT_CUSTOM, .target = shard, .parse = kvc_option_shard},
-        {"policy", KVC_OPT_CUSTOM, .target = &o->policy, .parse = kvc_option_policy},
-        {"quiet", KVC_OPT_FLAG, .target = &o->quiet},
-        {"list", KVC_OPT_FLAG, .target = &list},
-        {NULL},
-    };
-    const kvc_command_line line = {"fuzz", options, usage, 0};
-    int status = kvc_parse_command_line(&line, argc, argv, NULL, &(int){0});
-    if (status) return status;
-    if (list) {
-        printf("variants (--stage):\n");
-        for (int v = 0; v < kvc_variant_count(); v++) printf("  %s\n", kvc_variant(v)->name);
-        printf("value families (--family):\n");
-        for (int f = 0; f < KVC_FAM_COUNT; f++) printf("  %s\n", kvc_family_name(f));
-        return KVC_OPTIONS_HELP;
-    }
-    o->shard_index = shard[0];
-    o->shard_count = shard[1];
-    if (!o->save_dir) set_default_save_dir(o);
-    if (seconds_given > cases_given) o->cases = -1;
-    if (o->jobs > MAX_JOBS) o->jobs = MAX_JOBS;
-    if (o->stage_list) {
-        char bad[128];
-        o->variant_mask = kvc_variant_mask(o->stage_list, bad, sizeof bad);
-        if (!o->variant_mask) return kvc_usage_error(&line, "--stage item '%s' matches no variant (kvcmp fuzz --list names them)", bad);
-    }
-    if (o->family_list) {
-        char bad[128];
-        o->family_mask = kvc_family_mask(o->family_list, bad, sizeof bad);
-        if (!o->family_mask) return kvc_usage_error(&line, "--family item '%s' matches no value family (kvcmp fuzz --list names them)", bad);
-    }
-    return 0;
-}
-
 /* The candidate: the one named, else opt, else the reference itself. */
 static const kvc_backend *pick_candidate(fuzz_options *o, const char **label, int *self_check) {
     char error[512];
     *self_check = 0;
     if (o->candidate_name) {
         const kvc_backend *b = kvc_backend_by_name(o->candidate_name, error, sizeof error);
-        if (!b) fprintf(stderr, "kvcmp fuzz: %s (pass --candidate ref, opt or a path to a candidate .so)\n", error);
+        if (!b) fprintf(stderr, "kvcmp fuzz: --candidate %s: %s (pass ref, opt, a path to a candidate .so or py:FILE.py:FUNCTION)\n",
+                        o->candidate_name, error);
         *label = o->candidate_name;
         return b;
     }
@@ -867,6 +775,30 @@ typedef struct {
  * is not replaced again: something outside the candidate kills it. */
 #define MAX_LOST_IN_A_ROW 3
 
+/* With several NVIDIA GPUs visible, job j's worker sees only GPU j mod N
+ * (its Python candidate's "cuda" is then that device). */
+static void spread_over_gpus(int job) {
+    const char *visible = getenv("CUDA_VISIBLE_DEVICES");
+    char list[256] = "";
+    if (visible) {
+        snprintf(list, sizeof list, "%s", visible);
+    } else {
+        DIR *d = opendir("/proc/driver/nvidia/gpus");
+        int n = 0;
+        for (struct dirent *e; d && (e = readdir(d));) n += e->d_name[0] != '.';
+        if (d) closedir(d);
+        for (int i = 0, k = 0; i < n && k < (int)sizeof list - 8; i++) k += snprintf(list + k, sizeof list - (size_t)k, "%s%d", i ? "," : "", i);
+    }
+    int count = list[0] ? 1 : 0;
+    for (const char *p = list; *p; p++) count += *p == ',';
+    if (count < 2) return;
+    const char *start = list;
+    for (int i = 0; i < job % count; i++) start = strchr(start, ',') + 1;
+    char one[32];
+    snprintf(one, sizeof one, "%.*s", (int)strcspn(start, ","), start);
+    setenv("CUDA_VISIBLE_DEVICES", one, 1);
+}
+
 static int spawn_worker(supervisor *s, int job) {
     const fuzz_options *o = s->o;
     job_slot *slot = &s->jobs[job];
@@ -882,11 +814,13 @@ static int spawn_worker(supervisor *s, int job) {
             if (s->fds[j].fd >= 0) close(s->fds[j].fd);   /* the other workers' pipes */
         kvc_child_setup(parent);
         worker w = {.o = o, .started = s->c->started, .write_fd = p[1], .claims = s->claims};
+        spread_over_gpus(job);
         w.target = (kvc_fuzz_target){.reference = &kvc_reference_backend, .candidate = s->candidate, .policy = o->policy,
                                      .threads = o->threads, .metamorphic_per_mille = o->metamorphic_per_mille,
-                                     .vary_threads = !o->threads_given};
+                                     .vary_threads = !o->threads_given, .geometry_pool = o->geometry_pool,
+                                     .geometry_salt = o->seed};
         w.gen = (kvc_gen_config){.seed = o->seed, .variant_mask = o->variant_mask, .invalid_per_mille = o->invalid_per_mille,
-                                  .family_mask = o->family_mask};
+                                  .family_mask = o->family_mask, .geometry_pool = o->geometry_pool};
         worker_main(&w, job, slot->next_k, s->stop);
         close(p[1]);
         kvc_exit_worker(0);
@@ -1012,7 +946,7 @@ static int enforce_limits(supervisor *s, int job) {
     else if (limits->timeout_seconds > 0 && slot->phase == JOB_SHRINKING && elapsed > shrink_budget)
         snprintf(why, sizeof why, "took longer than %g s (--shrink-seconds + 2 x --timeout) and was killed", shrink_budget);
     else if (limits->rss_limit_mb > 0 && slot->phase != JOB_IDLE &&
-             kvc_process_rss_bytes(slot->pid) > HARD_RSS_FACTOR * limits->rss_limit_mb * 1024 * 1024)
+             kvc_process_tree_rss_bytes(slot->pid) > HARD_RSS_FACTOR * limits->rss_limit_mb * 1024 * 1024)
         snprintf(why, sizeof why, "grew past %lld MB of resident memory (%d x --rss-limit-mb) and was killed",
                  (long long)(HARD_RSS_FACTOR * limits->rss_limit_mb), HARD_RSS_FACTOR);
     if (!why[0]) return 0;
@@ -1066,70 +1000,205 @@ static void supervise_jobs(supervisor *s) {
     }
 }
 
-/* libgomp's idle threads spin for a while after every parallel region;
- * with a worker per core that steals the other workers' cores.  The wait
- * policy is read once at start-up, so the command re-executes itself
- * with OMP_WAIT_POLICY=passive unless the user chose a policy. */
-static void prefer_passive_openmp(char **argv) {
-    if (getenv("OMP_WAIT_POLICY")) return;
-    setenv("OMP_WAIT_POLICY", "passive", 1);
-    kvc_coverage_flush();
-    execv("/proc/self/exe", argv - 2);   /* argv is main's argv + 2: "kvcmp fuzz ..." */
+
+/* ---- the library call ----------------------------------------------- */
+
+void kvc_campaign_options_init(kvc_campaign_options *o) {
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    *o = (kvc_campaign_options){.seed = 1, .cases = -1, .seconds = 60, .only = -1, .shard_count = 1, .jobs = cores > 0 ? (int)cores : 1,
+                                .max_failures = 10, .max_per_signature = DEFAULT_MAX_PER_SIGNATURE,
+                                .invalid_per_mille = DEFAULT_INVALID_PER_MILLE, .metamorphic_per_mille = DEFAULT_METAMORPHIC_PER_MILLE,
+                                .geometry_pool = -1, .shrink_seconds = 5, .timeout_seconds = KVC_DEFAULT_TIMEOUT_SECONDS,
+                                .rss_limit_mb = KVC_DEFAULT_RSS_LIMIT_MB};
+    if (o->jobs > MAX_JOBS) o->jobs = MAX_JOBS;
 }
 
-int kvc_cmd_fuzz(int argc, char **argv) {
-    prefer_passive_openmp(argv);
-    fuzz_options o;
-    int rc = parse_options(argc, argv, &o);
-    if (rc) return rc == 1 ? 0 : rc;
-    const char *label;
-    int self_check;
-    const kvc_backend *candidate = pick_candidate(&o, &label, &self_check);
-    if (!candidate) return 2;
-    if (o.only >= 0) { o.jobs = 1; o.max_failures = 1; }
-    campaign c = {.o = &o, .started = now_seconds(), .candidate_label = label};
+/* A word the shell reads back as itself. */
+static void shell_word(const char *word, char *out, size_t size) {
+    if (word[strspn(word, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-+=./:,@%")] == 0 && word[0]) {
+        snprintf(out, size, "%s", word);
+        return;
+    }
+    size_t n = 0;
+    if (n + 1 < size) out[n++] = '\'';
+    for (; *word && n + 5 < size; word++) {
+        if (*word == '\'') { memcpy(out + n, "'\\''", 4); n += 4; }
+        else out[n++] = *word;
+    }
+    if (n + 1 < size) out[n++] = '\'';
+    out[n < size ? n : size - 1] = 0;
+}
+
+static int make_directories(const char *path) {
+    char buffer[700];
+    snprintf(buffer, sizeof buffer, "%s", path);
+    for (char *p = buffer + 1; *p; p++)
+        if (*p == '/') { *p = 0; if (mkdir(buffer, 0777) && errno != EEXIST) return -1; *p = '/'; }
+    return mkdir(buffer, 0777) && errno != EEXIST ? -1 : 0;
+}
+
+/* The options as the campaign uses them: defaults filled in, lists
+ * turned into masks, output paths under the output directory. */
+static int resolve_options(const kvc_campaign_options *in, fuzz_options *o) {
+    *o = (fuzz_options){.seed = in->seed, .cases = in->cases, .seconds = in->seconds, .only = in->only,
+                        .shard_index = in->shard_index, .shard_count = in->shard_count > 0 ? in->shard_count : 1,
+                        .jobs = in->jobs < 1 ? 1 : in->jobs > MAX_JOBS ? MAX_JOBS : in->jobs,
+                        .threads = in->threads > 0 ? in->threads : 1, .threads_given = in->threads > 0,
+                        .max_failures = in->max_failures, .max_per_signature = in->max_per_signature,
+                        .invalid_per_mille = in->invalid_per_mille, .metamorphic_per_mille = in->metamorphic_per_mille,
+                        .shrink_seconds = in->shrink_seconds, .limits = {.timeout_seconds = in->timeout_seconds, .rss_limit_mb = in->rss_limit_mb},
+                        .save_dir = in->save_dir, .candidate_name = in->candidate, .json_path = in->json_path, .junit_path = in->junit_path,
+                        .stage_list = in->stages, .family_list = in->families, .policy = in->policy, .quiet = in->quiet,
+                        .out_dir = in->out_dir ? in->out_dir : "kvcmp-out"};
+    if (o->shard_index < 0 || o->shard_index >= o->shard_count) {
+        fprintf(stderr, "kvcmp fuzz: shard %d/%d: the index must lie in 0..%d\n", o->shard_index, o->shard_count, o->shard_count - 1);
+        return 2;
+    }
+    if (o->max_failures < 1 || o->max_per_signature < 1) {
+        fprintf(stderr, "kvcmp fuzz: max_failures and max_per_signature must be at least 1\n");
+        return 2;
+    }
+    if (o->stage_list) {
+        char bad[128];
+        o->variant_mask = kvc_variant_mask(o->stage_list, bad, sizeof bad);
+        if (!o->variant_mask) { fprintf(stderr, "kvcmp fuzz: --stage item '%s' matches no variant (kvcmp fuzz --list names them)\n", bad); return 2; }
+    }
+    if (o->family_list) {
+        char bad[128];
+        o->family_mask = kvc_family_mask(o->family_list, bad, sizeof bad);
+        if (!o->family_mask) { fprintf(stderr, "kvcmp fuzz: --family item '%s' matches no value family (kvcmp fuzz --list names them)\n", bad); return 2; }
+    }
+    if (in->python) kvc_pyworker_set_python(in->python);
+    int python_candidate = in->candidate && strncmp(in->candidate, "py:", 3) == 0;
+    o->geometry_pool = in->geometry_pool >= 0 ? in->geometry_pool : python_candidate ? 4 : 0;
+    if (python_candidate) {
+        char python[300];
+        shell_word(kvc_pyworker_python(), python, sizeof python);
+        snprintf(o->command, sizeof o->command, "KVCMP_PYTHON=%s %s", python, in->command ? in->command : kvc_invocation());
+    } else {
+        snprintf(o->command, sizeof o->command, "%s", in->command ? in->command : kvc_invocation());
+    }
+    if (!o->save_dir) {
+        time_t now = time(NULL);
+        struct tm utc;
+        char stamp[32];
+        strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", gmtime_r(&now, &utc));
+        snprintf(o->default_save_dir, sizeof o->default_save_dir, "%s/failures/seed%llu-%s-%d", o->out_dir, (unsigned long long)o->seed,
+                 stamp, (int)getpid());
+        o->save_dir = o->default_save_dir;
+    }
+    if (!o->json_path) {
+        snprintf(o->default_json_path, sizeof o->default_json_path, "%s/fuzz-summary.json", o->out_dir);
+        o->json_path = o->default_json_path;
+    }
+    if ((o->save_dir == o->default_save_dir || o->json_path == o->default_json_path) && make_directories(o->out_dir)) {
+        fprintf(stderr, "kvcmp fuzz: cannot create the output directory %s (--out): %s\n", o->out_dir, strerror(errno));
+        return 2;
+    }
+    return 0;
+}
+
+static void fill_summary(const campaign *c, double elapsed, kvc_campaign_summary *s) {
+    s->cases = c->cases;
+    s->failures = c->failures;
+    s->skipped = c->skipped;
+    s->seconds = elapsed;
+    s->cases_per_second = elapsed > 0 ? (double)c->cases / elapsed : 0;
+    s->workers_lost = c->workers_lost;
+    s->interrupted = c->interrupted;
+    s->write_failed = c->write_failed;
+    snprintf(s->save_dir, sizeof s->save_dir, "%s", c->o->save_dir);
+    s->signatures = calloc((size_t)(c->signatures.count ? c->signatures.count : 1), sizeof *s->signatures);
+    if (!s->signatures) return;
+    s->num_signatures = c->signatures.count;
+    for (int i = 0; i < c->signatures.count; i++) {
+        const kvc_signature_entry *e = &c->signatures.entries[i];
+        kvc_campaign_signature *out = &s->signatures[i];
+        snprintf(out->key, sizeof out->key, "%s", e->signature.key);
+        snprintf(out->stage, sizeof out->stage, "%s", e->signature.stage);
+        snprintf(out->check, sizeof out->check, "%s", e->signature.check);
+        snprintf(out->cause, sizeof out->cause, "%s", e->signature.cause);
+        out->count = e->count;
+        out->first_case = e->first_case;
+        snprintf(out->first_repro, sizeof out->first_repro, "%s", e->first_repro);
+        out->minimal_case = e->minimal_case;
+        out->minimal_tokens = e->minimal_tokens;
+        snprintf(out->minimal_saved, sizeof out->minimal_saved, "%s", e->minimal_saved);
+        snprintf(out->minimal_repro, sizeof out->minimal_repro, "%s", e->minimal_repro);
+    }
+}
+
+void kvc_campaign_summary_free(kvc_campaign_summary *s) {
+    free(s->signatures);
+    s->signatures = NULL;
+    s->num_signatures = 0;
+}
+
+/* Stops the workers started so far (a campaign never runs without all of them). */
+static void kill_started(supervisor *sup, int started) {
+    for (int k = 0; k < started; k++) kill(sup->jobs[k].pid, SIGKILL);
+    for (int k = 0; k < started; k++) while (waitpid(sup->jobs[k].pid, NULL, 0) < 0 && errno == EINTR) {}
+}
+
+static int run_campaign(fuzz_options *o, const kvc_backend *candidate, const char *label, kvc_campaign_summary *summary) {
+    campaign c = {.o = o, .started = now_seconds(), .candidate_label = label};
     volatile int *stop = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (stop == MAP_FAILED) { perror("kvcmp fuzz: mmap"); return 2; }
     *stop = 0;
     kvc_signature_claims *claims = mmap(NULL, sizeof *claims, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (claims == MAP_FAILED) { perror("kvcmp fuzz: mmap"); munmap((void *)stop, 4096); return 2; }
-    if (!o.quiet)
-        fprintf(stderr, "kvcmp fuzz: seed %llu, candidate %s, policy %s, %d jobs x %d threads, shard %d/%d\n",
-                (unsigned long long)o.seed, label, policy_name(o.policy), o.jobs, o.threads, o.shard_index, o.shard_count);
-    if (!o.quiet) {
-        if (o.only >= 0) fprintf(stderr, "kvcmp fuzz: running case %lld only\n", (long long)o.only);
-        else if (o.cases >= 0) fprintf(stderr, "kvcmp fuzz: running %lld cases\n", (long long)o.cases);
-        else fprintf(stderr, "kvcmp fuzz: running for %.0f s\n", o.seconds);
+    if (!o->quiet) {
+        fprintf(stderr, "kvcmp fuzz: seed %llu, candidate %s, policy %s, %d jobs x %s threads, shard %d/%d, out %s\n",
+                (unsigned long long)o->seed, label, policy_name(o->policy), o->jobs, o->threads_given ? "fixed" : "1-8",
+                o->shard_index, o->shard_count, o->out_dir);
+        if (o->only >= 0) fprintf(stderr, "kvcmp fuzz: running case %lld only\n", (long long)o->only);
+        else if (o->cases >= 0) fprintf(stderr, "kvcmp fuzz: running %lld cases\n", (long long)o->cases);
+        else fprintf(stderr, "kvcmp fuzz: running for %.0f s\n", o->seconds);
     }
     fflush(stdout);
     fflush(stderr);
-    supervisor sup = {.o = &o, .c = &c, .candidate = candidate, .stop = stop, .claims = claims};
-    for (int j = 0; j < o.jobs; j++) sup.fds[j].fd = -1;
+    supervisor sup = {.o = o, .c = &c, .candidate = candidate, .stop = stop, .claims = claims};
+    for (int j = 0; j < o->jobs; j++) sup.fds[j].fd = -1;
     kvc_interrupt_install();
     /* Past a file-size limit a write then fails with EFBIG, reported like a full disk. */
     signal(SIGXFSZ, SIG_IGN);
-    for (int j = 0; j < o.jobs; j++)
-        if (spawn_worker(&sup, j)) {
-            /* No campaign without its workers: the ones started end now. */
-            for (int k = 0; k < j; k++) kill(sup.jobs[k].pid, SIGKILL);
-            for (int k = 0; k < j; k++) while (waitpid(sup.jobs[k].pid, NULL, 0) < 0 && errno == EINTR) {}
-            kvc_interrupt_uninstall();
-            munmap((void *)stop, 4096);
-            munmap(claims, sizeof *claims);
-            return 2;
-        }
-    supervise_jobs(&sup);
-    double elapsed = now_seconds() - c.started;
-    show_progress(&c, 1);
-    print_summary(&c, elapsed);
-    write_json(&c, elapsed);
-    int junit_failed = write_junit(&c, elapsed) != 0;
+    int rc = 0;
+    for (int j = 0; j < o->jobs && !rc; j++)
+        if (spawn_worker(&sup, j)) { kill_started(&sup, j); rc = 2; }
+    if (!rc) {
+        supervise_jobs(&sup);
+        double elapsed = now_seconds() - c.started;
+        show_progress(&c, 1);
+        print_summary(&c, elapsed);
+        write_json(&c, elapsed);
+        int junit_failed = write_junit(&c, elapsed) != 0;
+        fill_summary(&c, elapsed, summary);
+        rc = c.interrupted ? 128 + c.interrupted : c.write_failed || junit_failed ? 3 : c.failures ? 1 : 0;
+    }
+    kvc_interrupt_uninstall();
     munmap((void *)stop, 4096);
     munmap(claims, sizeof *claims);
     kvc_signature_list_free(&c.signatures);
-    (void)self_check;
-    kvc_interrupt_uninstall();
-    if (c.interrupted) return 128 + c.interrupted;
-    if (c.write_failed || junit_failed) return 3;
-    return c.failures ? 1 : 0;
+    return rc;
+}
+
+int kvc_campaign_run(const kvc_campaign_options *options, kvc_campaign_summary *summary) {
+    memset(summary, 0, sizeof *summary);
+    fuzz_options o;
+    int rc = resolve_options(options, &o);
+    const char *label = NULL;
+    int self_check = 0;
+    const kvc_backend *candidate = rc ? NULL : pick_candidate(&o, &label, &self_check);
+    if (!rc && !candidate) rc = 2;
+    if (!rc && !kvc_backend_offers_any(candidate)) {
+        fprintf(stderr, "kvcmp fuzz: candidate %s offers no stage: nothing to fuzz (a Python candidate lists its stages in "
+                        "FUNCTION.stages; a plug-in fills its kvcmp_plugin table)\n", label);
+        rc = 2;
+    }
+    if (!rc) {
+        if (o.only >= 0) { o.jobs = 1; o.max_failures = 1; }
+        rc = run_campaign(&o, candidate, label, summary);
+    }
+    summary->exit_code = rc;
+    return rc;
 }

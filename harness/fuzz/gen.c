@@ -242,7 +242,20 @@ typedef struct {
     float fp8_scale;         /* an adversarial per-tensor scale, or 0 */
     float fp8_probe;         /* the bf16 value whose fp8 code it splits */
     const char *rule;        /* the validation rule a corruption targets */
+    int geometry_pool;       /* kvc_gen_config's */
+    uint64_t seed;
 } gen;
+
+/* A page size from table[n].  With a geometry pool, the draw picks one of
+ * geometry_pool sizes fixed by the seed; the stream advances the same
+ * either way, so every other draw of the case is unchanged. */
+static int64_t pick_page_rows(gen *g, const int64_t *table, int n, uint64_t which) {
+    int64_t i = kvc_rng_below(g->r, n);
+    if (g->geometry_pool <= 0) return table[i];
+    kvc_rng pool;
+    kvc_rng_seed(&pool, g->seed, 0x9E0 + which * 64 + (uint64_t)(i % g->geometry_pool));
+    return table[kvc_rng_below(&pool, n)];
+}
 
 static void *tensor(gen *g, const char *name, kvc_dtype dtype, int ndim, int64_t d0, int64_t d1, int64_t d2) {
     int64_t shape[3] = {d0, d1, d2};
@@ -366,7 +379,7 @@ static int64_t assign_output_rows(gen *g, int64_t *rows_out, int64_t *page_rows)
     int64_t closing_count = 0;
     for (int64_t t = 0; t < g->T; t++) closing_count += closing(g, t);
     static const int64_t block_sizes[] = {1, 2, 4, 8, 16, 64};
-    int64_t kb = block_sizes[kvc_rng_below(g->r, 6)];
+    int64_t kb = pick_page_rows(g, block_sizes, 6, 0);
     int64_t pages = (closing_count + kvc_rng_range(g->r, 0, 4) + kb - 1) / kb;
     if (pages < 1) pages = 1;
     int64_t rows = pages * kb;
@@ -418,7 +431,7 @@ static void gen_v4(gen *g) {
     int64_t width = (int64_t)coff * g->head_dim, window = (int64_t)coff * g->ratio;
     plan_requests(g, g->ratio == 4 ? 40 : 300, g->ratio == 4 ? 10 : 4);
     static const int64_t state_block_sizes[] = {1, 2, 3, 4, 8, 16};
-    int64_t bs = state_block_sizes[kvc_rng_below(g->r, 6)];
+    int64_t bs = pick_page_rows(g, state_block_sizes, 6, 1);
     /* Physical pages only for the logical blocks a window or the chunk
      * touches, drawn from a shuffled, sparse pool. */
     int64_t lo_block[MAX_REQUESTS], hi_block[MAX_REQUESTS], needed = 0, max_blocks = 0;
@@ -501,7 +514,7 @@ static void put_norm_weight_bf16(gen *g) {
 /* R = 2: one ring block per request, chunks of consecutive positions. */
 static void plan_v41_ring(gen *g) {
     static const int64_t caps[] = {8, 16, 32};
-    int64_t cap = caps[kvc_rng_below(g->r, 3)];
+    int64_t cap = pick_page_rows(g, caps, 3, 2);
     plan_requests(g, 60, kvc_rng_chance(g->r, 1, 8) ? (int)cap + 6 : 10);
     int64_t num_blocks = g->num_requests + kvc_rng_range(g->r, 0, 2);
     int64_t blocks[MAX_REQUESTS + 3];
@@ -834,7 +847,8 @@ int kvc_gen_make_from(const kvc_gen_config *config, kvc_rng *r, kvc_gen_case *ou
     while (config->family_mask && !(config->family_mask >> out->family & 1)) out->family = (out->family + 1) % KVC_FAM_COUNT;
     const kvc_variant_info *v = &variants[out->variant];
     if (v->stage < 0) { out->history = 1; return 0; }
-    gen g = {.r = r, .c = &out->c, .family = out->family, .stage = v->stage, .ratio = v->compress_ratio, .head_dim = v->head_dim};
+    gen g = {.r = r, .c = &out->c, .family = out->family, .stage = v->stage, .ratio = v->compress_ratio, .head_dim = v->head_dim,
+             .geometry_pool = config->geometry_pool, .seed = config->seed};
     out->c.stage = (kvc_stage)v->stage;
     out->c.compress_ratio = v->compress_ratio;
     out->c.head_dim = v->head_dim;

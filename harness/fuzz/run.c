@@ -24,6 +24,11 @@ int kvc_backend_has_stage(const kvc_backend *b, const kvc_case *c) {
     }
 }
 
+int kvc_backend_offers_any(const kvc_backend *b) {
+    return b->v4_save_partial_states || b->v4_compress || b->v41_save_compress_norm || b->v41_rope_quant_insert ||
+           b->v41_rope_plain_insert;
+}
+
 static kvc_fuzz_outcome fail(kvc_fuzz_verdict *v, const char *kind, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static kvc_fuzz_outcome fail(kvc_fuzz_verdict *v, const char *kind, const char *fmt, ...) {
     va_list ap;
@@ -92,6 +97,26 @@ static int written_on_error(const kvc_case *c, const kvc_run_result *r, char *ou
     return 0;
 }
 
+/* The check an out-of-process candidate's own failure fails, or NULL. */
+static const char *candidate_failure_kind(int status) {
+    switch (status) {
+    case KVC_ERR_CANDIDATE: return "exception";
+    case KVC_ERR_CRASHED: return "crash";
+    case KVC_ERR_DEVICE_LOST: return "device-lost";
+    default: return NULL;
+    }
+}
+
+/* A metamorphic re-run that failed on its own (an exception, a crash,
+ * a lost device): that failure, not a status that "depends on" the check. */
+static int candidate_failed_alone(const kvc_run_result *r, kvc_fuzz_verdict *v) {
+    const char *kind = candidate_failure_kind(r->status);
+    if (!kind) return 0;
+    snprintf(v->failure_class, sizeof v->failure_class, "%.*s", (int)strcspn(r->error.message, ":"), r->error.message);
+    fail(v, kind, "%s (on a metamorphic re-run)", r->error.message);
+    return 1;
+}
+
 /* ---- physical-block permutation ------------------------------------ */
 
 static kvc_fuzz_outcome check_permutation(const kvc_fuzz_target *t, const kvc_case *c, const kvc_run_result *base,
@@ -104,7 +129,9 @@ static kvc_fuzz_outcome check_permutation(const kvc_fuzz_target *t, const kvc_ca
     kvc_run_result r;
     run_with_threads(t->candidate, &permuted, o, v->conditions.threads, &r);
     kvc_fuzz_outcome outcome = KVC_FUZZ_PASS;
-    if (r.status != base->status) {
+    if (candidate_failed_alone(&r, v)) {
+        outcome = KVC_FUZZ_FAIL;
+    } else if (r.status != base->status) {
         outcome = fail(v, "permutation", "permuting physical blocks changed the status: %s -> %s (%s)", kvc_status_name(base->status),
                        kvc_status_name(r.status), r.error.message);
     } else if (r.status == KVC_OK) {
@@ -124,6 +151,12 @@ static kvc_fuzz_outcome check_permutation(const kvc_fuzz_target *t, const kvc_ca
 static kvc_fuzz_outcome compare_runs(const kvc_fuzz_target *t, const kvc_case *c, kvc_run_result *ref, kvc_run_result *cand,
                                      kvc_fuzz_verdict *v) {
     char detail[700];
+    const char *kind = candidate_failure_kind(cand->status);
+    if (kind) {
+        /* Its message starts with the failure's class ("ValueError: ..."). */
+        snprintf(v->failure_class, sizeof v->failure_class, "%.*s", (int)strcspn(cand->error.message, ":"), cand->error.message);
+        return fail(v, kind, "%s (the reference returned %s)", cand->error.message, kvc_status_name(ref->status));
+    }
     if (cand->padding_touched) return fail(v, "padding", "%s", cand->padding_message);
     if (ref->status != cand->status)
         return fail(v, "status", "reference returned %s (%s), candidate returned %s (%s)", kvc_status_name(ref->status),
@@ -148,6 +181,13 @@ static const int other_thread_counts[] = {2, 3, 5, 7};
 /* The candidate side's conditions, all drawn from the salt. */
 static void draw_conditions(const kvc_fuzz_target *t, kvc_rng *rng, kvc_fuzz_conditions *k) {
     k->page_padding = 64 * kvc_rng_range(rng, 1, 3);
+    if (t->geometry_pool > 0) {
+        /* The pool: geometry_pool paddings fixed for the campaign, so a
+         * specialising kernel sees only that many page strides. */
+        kvc_rng pool;
+        kvc_rng_seed(&pool, t->geometry_salt, 0x6E0 + (uint64_t)kvc_rng_below(rng, t->geometry_pool));
+        k->page_padding = 64 * kvc_rng_range(&pool, 1, 3);
+    }
     k->canary = (uint8_t)kvc_rng_below(rng, 256);
     k->threads = t->threads;
     k->permutation_seed = kvc_rng_next(rng);
@@ -183,7 +223,9 @@ static kvc_fuzz_outcome check_threads(const kvc_fuzz_target *t, const kvc_case *
     run_with_threads(t->candidate, c, o, other_threads, &other);
     char diff[700];
     kvc_fuzz_outcome outcome = KVC_FUZZ_PASS;
-    if (other.status != cand->status)
+    if (candidate_failed_alone(&other, v))
+        outcome = KVC_FUZZ_FAIL;
+    else if (other.status != cand->status)
         outcome = fail(v, "threads", "%d thread(s) returned %s, %d thread(s) %s", other_threads, kvc_status_name(other.status),
                        threads, kvc_status_name(cand->status));
     else if (other.status == KVC_OK && results_differ(c, cand, &other, KVC_POLICY_EXACT, v, diff, sizeof diff))

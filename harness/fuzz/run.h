@@ -20,6 +20,10 @@ typedef struct {
     int vary_threads;         /* 1: each case draws the candidate's thread count
                                  (1 to 8, odd counts included) and the thread
                                  check's other count from the salt */
+    int geometry_pool;        /* > 0: the page padding is one of this many values
+                                 fixed by geometry_salt (a JIT-compiling candidate
+                                 specialises on the page stride) */
+    uint64_t geometry_salt;
 } kvc_fuzz_target;
 
 /* How the candidate side of one check ran: what `kvcmp replay` needs to
@@ -44,8 +48,11 @@ typedef struct {
     kvc_compare_report report;
     int64_t causes[KVC_CAUSE_COUNT];   /* the causes of the first failing tensor's differences (with report) */
     int reference_status, candidate_status;
+    char failure_class[64];   /* an out-of-process candidate's failure: "ValueError", "signal 6" ... */
 } kvc_fuzz_verdict;
 
+/* 1 when the backend offers at least one stage. */
+int kvc_backend_offers_any(const kvc_backend *backend);
 /* 1 when the backend implements the stage(s) of the case. */
 int kvc_backend_has_stage(const kvc_backend *backend, const kvc_case *c);
 /* salt picks the padding, the canary and whether the metamorphic checks

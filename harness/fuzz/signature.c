@@ -33,7 +33,9 @@ void kvc_fuzz_signature_of(const kvc_case *c, const kvc_fuzz_verdict *v, kvc_fuz
     memset(s, 0, sizeof *s);
     snprintf(s->stage, sizeof s->stage, "%s", blamed_stage(c, v));
     snprintf(s->check, sizeof s->check, "%s", v->kind[0] ? v->kind : "?");
-    if (v->has_report) {
+    if (v->failure_class[0]) {
+        snprintf(s->cause, sizeof s->cause, "%s", v->failure_class);
+    } else if (v->has_report) {
         list_regions(&v->report, s->regions, sizeof s->regions);
         const char *cause = kvc_cause_class(v->causes);
         snprintf(s->cause, sizeof s->cause, "%s", cause[0] || !v->report.missing_expected ? cause : "output missing");

@@ -28,11 +28,11 @@ typedef struct {
     kvc_fuzz_signature signature;
     int64_t count;
     int64_t first_case;
-    char first_repro[600];          /* regenerates the first case */
+    char first_repro[800];          /* regenerates the first case */
     int64_t minimal_case;           /* -1 until a case is saved */
     int64_t minimal_tokens;
     char minimal_saved[400];
-    char minimal_repro[700];        /* replays the minimal saved case */
+    char minimal_repro[900];        /* replays the minimal saved case */
 } kvc_signature_entry;
 
 typedef struct {

@@ -32,6 +32,21 @@ int64_t kvc_process_rss_bytes(pid_t pid) {
     return n == 2 ? (int64_t)resident * (int64_t)sysconf(_SC_PAGESIZE) : -1;
 }
 
+int64_t kvc_process_tree_rss_bytes(pid_t pid) {
+    int64_t total = kvc_process_rss_bytes(pid);
+    if (total < 0) return -1;
+    char path[96];
+    snprintf(path, sizeof path, "/proc/%ld/task/%ld/children", (long)pid, (long)pid);
+    FILE *f = fopen(path, "r");
+    long child;
+    for (int depth = 0; f && depth < 64 && fscanf(f, "%ld", &child) == 1; depth++) {
+        int64_t rss = kvc_process_tree_rss_bytes((pid_t)child);
+        if (rss > 0) total += rss;
+    }
+    if (f) fclose(f);
+    return total;
+}
+
 void kvc_describe_exit(int status, char *out, size_t size) {
     if (WIFSIGNALED(status)) snprintf(out, size, "killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
     else snprintf(out, size, "exited with status %d", WEXITSTATUS(status));

@@ -24,6 +24,9 @@ double kvc_now_seconds(void);
 
 /* Resident memory of a process in bytes (0 = this one); -1 if unknown. */
 int64_t kvc_process_rss_bytes(pid_t pid);
+/* The same with its children's and their children's (a fuzz worker and
+ * the Python interpreter it runs a candidate in). */
+int64_t kvc_process_tree_rss_bytes(pid_t pid);
 
 /* "killed by signal 11 (Segmentation fault)", "exited with status 3". */
 void kvc_describe_exit(int status, char *out, size_t size);

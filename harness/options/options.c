@@ -185,3 +185,11 @@ int kvc_parse_command_line(const kvc_command_line *line, int argc, char **argv, 
     *num_operands = found;
     return KVC_OPTIONS_OK;
 }
+
+static char invocation[512] = "kvcmp";
+
+void kvc_set_invocation(const char *command) {
+    snprintf(invocation, sizeof invocation, "%s", command && command[0] ? command : "kvcmp");
+}
+
+const char *kvc_invocation(void) { return invocation; }

@@ -73,4 +73,11 @@ int kvc_option_shard(const char *value, void *target, char *why, size_t size);  
  * git commit the build was made from, when it knew one. */
 const char *kvc_version_string(void);
 
+/* How this process's user runs kvcmp, for the __REPRO lines every job
+ * prints: the path the command was run by ("build/kvcmp"), "kvcmp" when
+ * the shell found it on PATH, "/usr/bin/python3 -m kvcmp" from Python.
+ * "kvcmp" until a front end sets it. */
+void kvc_set_invocation(const char *command);
+const char *kvc_invocation(void);
+
 #endif

@@ -147,6 +147,15 @@ typedef int (*kvc_ffi_still_fails_fn)(const kvc_ffi_case *candidate, void *conte
 int kvc_ffi_shrink(kvc_ffi_case *c, kvc_ffi_still_fails_fn still_fails, void *context, double seconds, int64_t *tokens_before,
                    int64_t *tokens_after);
 
+/* ---- commands ----------------------------------------------------- */
+
+/* `kvcmp NAME ARGS...` (argv holds the options only) for a front end that
+ * passes a command line through (`python -m kvcmp replay ...`): replay,
+ * gen, report, bench or merge; the campaign is kvc_campaign_main
+ * (kvcmp/campaign.h).  invocation is how __REPRO lines run kvcmp
+ * ("/usr/bin/python3 -m kvcmp").  Returns the command's exit status. */
+int kvc_ffi_command(const char *invocation, const char *name, int argc, char **argv);
+
 #ifdef __cplusplus
 }
 #endif

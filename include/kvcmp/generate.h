@@ -64,6 +64,8 @@ typedef struct {
     uint64_t variant_mask;   /* 0 = all */
     int invalid_per_mille;   /* cases whose metadata is corrupted on purpose */
     uint32_t family_mask;    /* value families to draw from, 0 = all */
+    int geometry_pool;       /* > 0: page sizes drawn from this many per seed
+                                (a JIT-specialising candidate compiles less) */
 } kvc_gen_config;
 
 /* Generator dimensions besides the value family (bits of

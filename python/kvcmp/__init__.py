@@ -28,23 +28,31 @@ The API
 case ``kvcmp fuzz --seed S`` and ``kvcmp gen`` produce),
 ``reference(case)``, ``compare(case, outputs, policy="exact")``,
 ``shrink(case, still_fails)``, ``fuzz(candidate, stages=..., seed=...,
-cases=... | seconds=..., policy=..., save_dir=...)``,
-``kvcmp.testing.assert_matches_reference`` and ``assert_fuzz_passes``,
-bf16 helpers ``f32_to_bf16``, ``bf16_to_f32``, ``bf16_to_torch``,
-``torch_to_bf16``.  From a shell: ``python3 -m kvcmp fuzz --candidate
-module:function ...`` and ``python3 -m kvcmp replay --candidate
-module:function CASE...``.
+cases=... | seconds=..., policy=..., out=...)`` (libkvcmp's campaign
+engine, the candidate in supervised worker interpreters; returns a
+FuzzSummary with .signatures, .cases, .cases_per_second), ``stages_of``,
+``DeviceLost`` (raise it when your device is unusable),
+``kvcmp.testing.assert_matches_reference`` (one case, in this process)
+and ``assert_fuzz_passes``, bf16 helpers ``f32_to_bf16``,
+``bf16_to_f32``, ``bf16_to_torch``, ``torch_to_bf16``.  From a shell:
+``python -m kvcmp fuzz --candidate py:FILE.py:FUNCTION ...`` and
+``python -m kvcmp replay --candidate py:FILE.py:FUNCTION CASE...``.
 
-libkvcmp.so is found at $KVCMP_LIB, at build/libkvcmp.so of the checkout
-holding this package, or through the dynamic linker (make install).
+A candidate says which stages it offers with a ``stages`` attribute
+(``candidate.stages = ["v4.compress"]``); without one it offers all.
+
+libkvcmp.so is found at $KVCMP_LIB, beside this package (a wheel carries
+it), at build/libkvcmp.so of the checkout holding this package, or
+through the dynamic linker (make install).
 """
 from ._lib import Error
 from .bf16 import bf16_to_f32, bf16_to_torch, f32_to_bf16, torch_to_bf16
 from .case import (Case, CompareResult, Rejected, compare, generate, load_case, reference, save_case, shrink)
-from .fuzzing import FuzzResult, check, fuzz, run_candidate
+from ._worker import DeviceLost
+from .fuzzing import FuzzSummary, Signature, candidate_spec, fuzz, stages_of
 from .torch_case import PaddingTouched, TorchCase
 from . import testing
 
-__all__ = ["Case", "CompareResult", "Error", "FuzzResult", "PaddingTouched", "Rejected", "TorchCase", "bf16_to_f32",
-           "bf16_to_torch", "check", "compare", "f32_to_bf16", "fuzz", "generate", "load_case", "reference",
-           "run_candidate", "save_case", "shrink", "testing", "torch_to_bf16"]
+__all__ = ["Case", "CompareResult", "DeviceLost", "Error", "FuzzSummary", "PaddingTouched", "Rejected", "Signature",
+           "TorchCase", "bf16_to_f32", "bf16_to_torch", "candidate_spec", "compare", "f32_to_bf16", "fuzz", "generate",
+           "load_case", "reference", "save_case", "shrink", "stages_of", "testing", "torch_to_bf16"]

@@ -1,105 +1,69 @@
-"""python3 -m kvcmp fuzz|replay --candidate module:function ..."""
-import argparse
-import importlib
+"""python -m kvcmp COMMAND ...: the kvcmp command, run by this interpreter.
+
+The same commands and options as the ``kvcmp`` executable (``python -m
+kvcmp fuzz --help``), over the libkvcmp.so this package loads; a Python
+candidate is --candidate py:FILE.py:FUNCTION or py:MODULE:FUNCTION (plain
+MODULE:FUNCTION is accepted), and its workers run under this interpreter,
+which the __REPRO lines name.  `--candidate X` of replay means its --impl."""
+import ctypes
 import os
+import shlex
 import sys
 
-from .case import load_case, repro_command
-from .fuzzing import check, fuzz
+USAGE = """usage: python -m kvcmp COMMAND [options]
+  fuzz     differential fuzzing of a candidate against the reference (the campaign engine)
+  replay   run case directories through a candidate and compare every byte
+  gen      write generated cases as case directories (for outside implementations)
+  report   precision and upstream-parity reports
+  bench    throughput
+Run 'python -m kvcmp COMMAND --help' for a command's options."""
 
 
-def load_candidate(spec):
-    """module:function (the module importable from sys.path, which holds
-    the current directory under python3 -m)."""
-    module_name, sep, function = spec.partition(":")
-    if not sep or not module_name or not function:
-        raise SystemExit("kvcmp: --candidate takes module:function (e.g. my_kernels:compress), not '%s'" % spec)
-    if "" not in sys.path and os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    try:
-        target = importlib.import_module(module_name)
-    except ImportError as e:
-        raise SystemExit("kvcmp: cannot import %s (%s); put its directory on PYTHONPATH" % (module_name, e))
-    for part in function.split("."):
-        if not hasattr(target, part):
-            raise SystemExit("kvcmp: module %s has no %s (--candidate %s)" % (module_name, function, spec))
-        target = getattr(target, part)
-    return target
+def _python_candidate(value):
+    if value.startswith("py:") or value in ("opt", "ref", "optimized", "reference") or ".so" in value:
+        return value
+    return "py:" + value if ":" in value else value
 
 
-def find_cases(path):
-    if os.path.isfile(os.path.join(path, "case.json")):
-        return [path]
-    found = []
-    for root, dirs, files in os.walk(path):
-        dirs.sort()
-        if "case.json" in files:
-            found.append(root)
-            dirs[:] = []
-    return sorted(found)
-
-
-def cmd_replay(args):
-    candidate = load_candidate(args.candidate)
-    passed = failed = 0
-    for path in args.paths:
-        dirs = find_cases(path)
-        if not dirs:
-            print("kvcmp replay: no case directory (with case.json) under %s" % path, file=sys.stderr)
-            failed += 1
-        for directory in dirs:
-            verdict = check(candidate, load_case(directory), args.policy)
-            if verdict.failed or not args.quiet:
-                print("%s %s: %s%s" % ("FAIL" if verdict.failed else "PASS", directory,
-                                       verdict.kind + ": " if verdict.failed else "", verdict.detail))
-            if verdict.failed:
-                print("  __REPRO: " + repro_command(args.candidate, args.policy, directory))
-                failed += 1
-            else:
-                passed += 1
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
-
-
-def cmd_fuzz(args):
-    candidate = load_candidate(args.candidate)
-    result = fuzz(candidate, stages=args.stage, seed=args.seed, cases=args.cases, seconds=args.seconds, policy=args.policy,
-                  save_dir=args.save or None, families=args.family, invalid_rate=args.invalid_rate,
-                  shrink_seconds=args.shrink_seconds, max_failures=args.max_failures, only=args.only)
-    return 0 if result.ok else 1
-
-
-def non_negative(text):
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError("must be >= 0, not %s" % text)
-    return value
+def _rewrite(command, argv):
+    """--candidate MODULE:FUNCTION -> py:...; replay's --candidate is --impl;
+    fuzz's workers run under this interpreter unless --python says otherwise."""
+    out, i = [], 0
+    while i < len(argv):
+        arg = argv[i]
+        name, eq, value = arg.partition("=")
+        if name in ("--candidate", "--impl") and (eq or i + 1 < len(argv)):
+            value = value if eq else argv[i + 1]
+            i += 0 if eq else 1
+            out += ["--impl" if command == "replay" else name, _python_candidate(value)]
+        else:
+            out.append(arg)
+        i += 1
+    if command == "fuzz" and "--python" not in out:
+        out = ["--python", sys.executable] + out
+    return out
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python3 -m kvcmp", description="fuzz and replay a Python candidate against kvcmp's reference")
-    commands = parser.add_subparsers(dest="command", required=True)
-    fuzz_parser = commands.add_parser("fuzz", help="run the candidate on generated cases")
-    fuzz_parser.add_argument("--candidate", required=True, help="module:function")
-    fuzz_parser.add_argument("--stage", help="variant name prefixes, comma-separated (kvcmp fuzz --list)")
-    fuzz_parser.add_argument("--family", help="value family prefixes, comma-separated")
-    fuzz_parser.add_argument("--seed", type=non_negative, default=1)
-    count = fuzz_parser.add_mutually_exclusive_group()
-    count.add_argument("--cases", type=non_negative)
-    count.add_argument("--seconds", type=float)
-    count.add_argument("--only", type=non_negative, help="just this case index")
-    fuzz_parser.add_argument("--policy", choices=["exact", "vllm"], default="exact")
-    fuzz_parser.add_argument("--save", default="kvcmp-failures", help="where shrunk failing cases go ('' = nowhere)")
-    fuzz_parser.add_argument("--invalid-rate", type=non_negative, default=0, help="per mille of cases corrupted on purpose")
-    fuzz_parser.add_argument("--shrink-seconds", type=float, default=5.0)
-    fuzz_parser.add_argument("--max-failures", type=non_negative, default=10)
-    replay_parser = commands.add_parser("replay", help="run the candidate on saved cases")
-    replay_parser.add_argument("--candidate", required=True, help="module:function")
-    replay_parser.add_argument("--policy", choices=["exact", "vllm"], default="exact")
-    replay_parser.add_argument("--quiet", action="store_true", help="print failures and the summary only")
-    replay_parser.add_argument("paths", nargs="+", metavar="CASE")
-    args = parser.parse_args(argv)
-    return cmd_fuzz(args) if args.command == "fuzz" else cmd_replay(args)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(USAGE)
+        return 0 if argv else 2
+    # libgomp reads its wait policy once, when it loads: set it before the
+    # library does (idle spinning threads would steal the workers' cores).
+    if "OMP_WAIT_POLICY" not in os.environ:
+        os.environ["OMP_WAIT_POLICY"] = "passive"
+        os.execv(sys.executable, [sys.executable, "-m", "kvcmp"] + argv)
+    from .fuzzing import worker_environment
+    os.environ.update(worker_environment())
+    from ._lib import lib
+    command, options = argv[0], _rewrite(argv[0], argv[1:])
+    invocation = shlex.join([sys.executable, "-m", "kvcmp"]).encode()
+    words = (ctypes.c_char_p * (len(options) + 1))(*[o.encode() for o in options], None)
+    sys.stdout.flush()
+    if command == "fuzz":
+        return lib.kvc_campaign_main(invocation, len(options), words)
+    return lib.kvc_ffi_command(invocation, command.encode(), len(options), words)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
 """ctypes binding of include/kvcmp/ffi.h (libkvcmp.so).
 
-The library is found, in order, at $KVCMP_LIB, at build/libkvcmp.so of the
-checkout this package lives in (python/kvcmp/../../build), and through the
-dynamic linker (an installed libkvcmp.so.1, ``make install``).
+The library is found, in order, at $KVCMP_LIB, beside this file (a wheel
+built by ``make wheel`` carries it), at build/libkvcmp.so of the checkout
+this package lives in (python/kvcmp/../../build), and through the dynamic
+linker (an installed libkvcmp.so.1, ``make install``).
 """
 import ctypes
 import ctypes.util
@@ -58,6 +59,7 @@ def _candidates():
         yield env
         return
     here = os.path.dirname(os.path.abspath(__file__))
+    yield os.path.join(here, "libkvcmp.so")
     yield os.path.join(here, "..", "..", "build", "libkvcmp.so")
     found = ctypes.util.find_library("kvcmp")
     if found:
@@ -68,6 +70,9 @@ def _candidates():
 def _load():
     tried = []
     for path in _candidates():
+        if os.sep in path and not os.path.exists(path):
+            tried.append("%s (no such file)" % path)
+            continue
         try:
             return ctypes.CDLL(path)
         except OSError as e:
@@ -104,6 +109,8 @@ def _declare(lib):
         "kvc_ffi_region_name": (S, [I]),
         "kvc_ffi_compare": (I, [P, P, S, ctypes.POINTER(Report)] + E),
         "kvc_ffi_shrink": (I, [P, STILL_FAILS, P, ctypes.c_double, ctypes.POINTER(I64), ctypes.POINTER(I64)]),
+        "kvc_campaign_main": (I, [S, I, ctypes.POINTER(S)]),
+        "kvc_ffi_command": (I, [S, S, I, ctypes.POINTER(S)]),
     }
     for name, (restype, argtypes) in table.items():
         fn = getattr(lib, name)
@@ -119,6 +126,8 @@ def _declare(lib):
 
 
 lib = _declare(_load())
+# The file the library was loaded from: a worker interpreter loads the same one.
+LIB_PATH = os.path.abspath(lib._name) if os.sep in lib._name else lib._name
 REGION_NAMES = [lib.kvc_ffi_region_name(i).decode() for i in range(lib.kvc_ffi_region_count())]
 
 

@@ -1,202 +1,191 @@
-"""kvcmp.fuzz: a Python candidate on the fuzzer's generated cases, each
-failure shrunk by the C shrinker (the "still fails" test calls back into
-Python), saved as a case directory and given __REPRO lines."""
+"""kvcmp.fuzz: libkvcmp's campaign engine (include/kvcmp/campaign.h) on a
+Python candidate.
+
+The campaign runs in a child process (``python -m kvcmp fuzz``, the same
+engine as the ``kvcmp fuzz`` command); the candidate runs in supervised
+worker interpreters (kvcmp._worker), so a candidate that hangs, crashes,
+exits or loses its GPU costs one failing case, never the caller's process
+or the campaign.  The result is the campaign's summary: its failure
+signatures, each with its cause, count, smallest saved case and the
+__REPRO lines that fail again when pasted into a shell."""
+import json
 import os
+import shlex
+import subprocess
 import sys
-import time
-import traceback
+import tempfile
 
-from .case import (Case, Rejected, candidate_name, compare, generate, reference, repro_command, save_case, shrink)
-from .torch_case import PaddingTouched, TorchCase
+from ._lib import LIB_PATH
 
-
-def run_candidate(candidate, case):
-    """Calls candidate(case) on a writable copy of the case's inputs and
-    returns its outputs {name: array} (see the package docstring)."""
-    work = Case(case.stage, case.params, {k: v.copy() for k, v in case.inputs.items()}, case.source, case.meta,
-                case.path, dict(case.info))
-    result = candidate(work)
-    if result is None:
-        return {name: work.tensors[name] for name in case.output_names}
-    if isinstance(result, TorchCase):
-        return result.outputs()
-    return {name: (value.outputs()[name] if isinstance(value, TorchCase) else value) for name, value in dict(result).items()}
+# The options of `kvcmp fuzz` that fuzz() passes through, by keyword.
+_OPTIONS = {"seed": "--seed", "cases": "--cases", "seconds": "--seconds", "stages": "--stage", "families": "--family",
+            "policy": "--policy", "out": "--out", "save_dir": "--save", "invalid_rate": "--invalid-rate",
+            "metamorphic_rate": "--metamorphic-rate", "jobs": "--jobs", "threads": "--threads",
+            "max_failures": "--max-failures", "max_failures_per_signature": "--max-failures-per-signature",
+            "shrink_seconds": "--shrink-seconds", "timeout": "--timeout", "rss_limit_mb": "--rss-limit-mb",
+            "geometry_pool": "--geometry-pool", "shard": "--shard", "only": "--only", "junit": "--junit"}
 
 
-class Verdict:
-    """The outcome of one case: kind is None (pass), "bytes", "rejected"
-    (a valid case refused), "accepted-invalid" (a case the reference
-    rejects was accepted), "padding" or "exception"."""
-
-    def __init__(self, kind=None, detail="", result=None):
-        self.kind, self.detail, self.result = kind, detail, result
-
-    @property
-    def failed(self):
-        return self.kind is not None
+def interpreter_command():
+    """How this interpreter runs kvcmp: [sys.executable, "-m", "kvcmp"]."""
+    return [sys.executable, "-m", "kvcmp"]
 
 
-def check(candidate, case, policy="exact"):
-    try:
-        outputs = run_candidate(candidate, case)
-    except Rejected as e:
-        try:
-            reference(case)
-        except Rejected as r:
-            return Verdict(None, "rejected as the reference does (%s)" % r)
-        return Verdict("rejected", "the candidate rejected a case the reference accepts: %s" % e)
-    except PaddingTouched as e:
-        return Verdict("padding", str(e))
-    except Exception as e:
-        frame = traceback.extract_tb(e.__traceback__)[-1]
-        return Verdict("exception", "%s: %s (at %s:%d)" % (type(e).__name__, e, frame.filename, frame.lineno))
-    result = compare(case, outputs, policy, candidate)
-    if result.reference_status:
-        return Verdict("accepted-invalid", result.summary, result)
-    if result.failed:
-        first = "; first: " + result.first.where if result.first else ""
-        return Verdict("bytes", result.summary + first, result)
-    return Verdict(None, result.summary or "bit-exact", result)
+def candidate_spec(candidate):
+    """The --candidate of a callable: py:FILE.py:FUNCTION for one defined in
+    a script or a top-level module (a path resolves from any shell),
+    py:MODULE:FUNCTION for one inside a package.  Strings pass through
+    ("opt", "lib.so", "py:..."); "module:function" gains the py: prefix."""
+    if isinstance(candidate, str):
+        if candidate in ("opt", "ref", "optimized", "reference") or candidate.startswith("py:") or ".so" in candidate:
+            return candidate
+        return "py:" + candidate
+    qualname = getattr(candidate, "__qualname__", None) or getattr(candidate, "__name__", None)
+    module_name = getattr(candidate, "__module__", None)
+    if not qualname or not module_name or "<" in qualname:
+        raise ValueError("kvcmp.fuzz needs a candidate defined at the top level of a module or script (a worker process "
+                         "imports it by name); %r is not" % (candidate,))
+    module = sys.modules.get(module_name)
+    path = getattr(module, "__file__", None)
+    if path and (module_name == "__main__" or "." not in module_name or module_name.startswith("kvcmp_candidate_")):
+        return "py:%s:%s" % (os.path.abspath(path), qualname)
+    return "py:%s:%s" % (module_name, qualname)
 
 
-class Failure:
-    def __init__(self, index, case, verdict):
-        self.index, self.case, self.verdict = index, case, verdict
-        self.kind, self.detail = verdict.kind, verdict.detail
-        self.saved = None
-        self.tokens_before = self.tokens_after = case.tokens
-        self.repro = None
+def worker_environment():
+    """The environment of the campaign and its workers: this interpreter,
+    this libkvcmp, and this process's import path (the candidate resolves
+    there as it does here)."""
+    env = dict(os.environ)
+    env["KVCMP_PYTHON"] = sys.executable
+    env["KVCMP_LIB"] = LIB_PATH
+    package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    paths = [package_parent] + [p for p in sys.path if p and os.path.isdir(p)]
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+    env.setdefault("OMP_WAIT_POLICY", "passive")
+    return env
+
+
+class Signature:
+    """One distinct failure of a campaign."""
+
+    def __init__(self, entry):
+        self.key = entry["signature"]
+        self.stage, self.check, self.cause = entry["stage"], entry["check"], entry["cause"]
+        self.regions = entry.get("regions", "")
+        self.count = int(entry["count"])
+        self.first_case = int(entry["first_case"])
+        self.first_repro = entry["first_repro"]
+        self.minimal_case = entry.get("minimal_case")
+        self.tokens = entry.get("minimal_tokens")
+        self.saved = entry.get("minimal_saved")
+        self.repro = entry.get("minimal_repro")
 
     def __repr__(self):
-        return "Failure(case %d, %s, %s)" % (self.index, self.kind, self.saved)
+        return "Signature(%r, count=%d, saved=%r)" % (self.key, self.count, self.saved)
 
 
-class FuzzResult:
-    def __init__(self, candidate, seed, policy):
-        self.candidate, self.seed, self.policy = candidate_name(candidate), seed, policy
-        self.cases = self.skipped = 0
-        self.per_variant = {}
-        self.failures = []
-        self.seconds = 0.0
+class FuzzSummary:
+    """The campaign's summary (its JSON file, parsed): cases,
+    cases_per_second, signatures (each with cause, count, smallest saved
+    case and REPRO lines), exit_code (0 pass, 1 failures), output."""
+
+    def __init__(self, data, exit_code, json_path, output=""):
+        self.data = data
+        self.exit_code = exit_code
+        self.json_path = json_path
+        self.output = output
+        self.cases = int(data.get("cases", 0))
+        self.failures = int(data.get("failures", 0))
+        self.skipped = int(data.get("skipped", 0))
+        self.seconds = float(data.get("seconds", 0.0))
+        self.cases_per_second = float(data.get("cases_per_second", 0.0))
+        self.interrupted = bool(data.get("interrupted", False))
+        self.candidate = data.get("candidate")
+        self.seed = data.get("seed")
+        self.per_variant = {k: v["cases"] for k, v in data.get("per_variant", {}).items()}
+        self.signatures = [Signature(e) for e in data.get("signatures", [])]
 
     @property
     def ok(self):
-        return not self.failures
-
-    @property
-    def cases_per_second(self):
-        return self.cases / self.seconds if self.seconds > 0 else 0.0
+        return self.exit_code == 0
 
     def report(self):
-        lines = ["fuzz: %d cases in %.1f s (%.0f cases/s), candidate %s, policy %s, seed %d: %d failure%s%s" % (
-            self.cases, self.seconds, self.cases_per_second, self.candidate, self.policy, self.seed, len(self.failures),
-            "" if len(self.failures) == 1 else "s",
-            ", %d multi-step history cases skipped (kvcmp fuzz runs them)" % self.skipped if self.skipped else "")]
-        for f in self.failures:
-            lines.append("FAIL case %d [%s, family %s] %s: %s" % (f.index, f.case.info.get("variant"), f.case.info.get("family"),
-                                                                   f.kind, f.detail))
-            if f.saved:
-                lines.append("  shrunk from %d to %d tokens, saved to %s" % (f.tokens_before, f.tokens_after, f.saved))
-                lines.append("  __REPRO: " + f.repro)
+        lines = ["fuzz: %d cases in %.1f s (%.0f cases/s), candidate %s, seed %s: %d failure%s, %d signature%s" % (
+            self.cases, self.seconds, self.cases_per_second, self.candidate, self.seed, self.failures,
+            "" if self.failures == 1 else "s", len(self.signatures), "" if len(self.signatures) == 1 else "s")]
+        for i, s in enumerate(self.signatures, 1):
+            lines.append("  [%d] %s  (%d failure%s)" % (i, s.key, s.count, "" if s.count == 1 else "s"))
+            lines.append("      __REPRO: %s" % s.first_repro)
+            if s.saved:
+                lines.append("      smallest saved case (%s tokens): %s" % (s.tokens, s.saved))
+                lines.append("      __REPRO: %s" % s.repro)
         return "\n".join(lines)
 
     __str__ = report
 
-
-def _fuzz_repro(candidate, case, policy):
-    i = case.info
-    command = "python3 -m kvcmp fuzz --candidate %s --seed %d --only %d --policy %s" % (
-        candidate_name(candidate), i["seed"], i["index"], policy)
-    if i["stages"]:
-        command += " --stage " + i["stages"]
-    if i["families"]:
-        command += " --family " + i["families"]
-    if i["invalid_rate"]:
-        command += " --invalid-rate %d" % i["invalid_rate"]
-    return command
+    def __repr__(self):
+        return "FuzzSummary(cases=%d, signatures=%r)" % (self.cases, [s.key for s in self.signatures])
 
 
-def _failing_regions(verdict):
-    if verdict.result is None:
-        return set()
-    return set(name for name, region in verdict.result.regions.items() if region.failing)
-
-
-def _shrink_and_save(candidate, failure, policy, save_dir, shrink_seconds):
-    case, kind = failure.case, failure.kind
-    exception_type = failure.detail.split(":")[0] if kind == "exception" else None
-    regions = _failing_regions(failure.verdict)
-
-    def still_fails(smaller):
-        # The same kind of failure, in the same regions (a reduction must
-        # not turn a wrong RoPE value into, say, a row written that the
-        # reference leaves alone).
-        v = check(candidate, smaller, policy)
-        return (v.kind == kind and _failing_regions(v) == regions and
-                (exception_type is None or v.detail.split(":")[0] == exception_type))
-
-    smaller, failure.tokens_before, failure.tokens_after = shrink(case, still_fails, shrink_seconds)
-    tensors = dict(smaller.inputs)
-    try:
-        tensors.update({name + ".out": value for name, value in reference(smaller).items()})
-    except Rejected:
-        pass   # saved without outputs: an input to reject
-    meta = {"generator": "kvcmp.fuzz (python)", "seed": case.info["seed"], "case": case.info["index"],
-            "variant": case.info["variant"], "family": case.info["family"], "failure": kind,
-            "candidate": candidate_name(candidate)}
-    directory = os.path.join(save_dir, case.info["name"])
-    save_case(directory, smaller.stage, smaller.params, tensors, source=smaller.source, meta=meta)
-    failure.saved = directory
-    failure.repro = repro_command(candidate, policy, directory)
-
-
-def _indices(cases, seconds, only, started):
-    if only is not None:
-        yield only
-        return
-    index = 0
-    while (cases is None or index < cases) and (seconds is None or time.monotonic() - started <= seconds):
-        yield index
-        index += 1
-
-
-def fuzz(candidate, stages=None, seed=1, cases=None, seconds=None, policy="exact", save_dir="kvcmp-failures",
-         families=None, invalid_rate=0, shrink_seconds=5.0, max_failures=10, only=None, quiet=False, out=None):
-    """Runs candidate on generated cases 0, 1, ... of `seed` (`cases` of
-    them, or for `seconds`; 100 cases when neither is given), compares
-    every output byte with the reference under `policy`, and shrinks and
-    saves each failure to save_dir (None: no shrinking, nothing saved).
-    stages and families are lists or comma-separated name prefixes as in
-    `kvcmp fuzz --stage/--family`; invalid_rate (per mille) corrupts cases
-    on purpose, which the candidate must reject by raising kvcmp.Rejected.
-    Returns a FuzzResult (ok, cases, failures, cases_per_second)."""
-    out = out or sys.stdout
-    if cases is None and seconds is None:
-        cases = 100
-    result = FuzzResult(candidate, seed, policy)
-    started = time.monotonic()
-    for index in _indices(cases, seconds, only, started):
-        case = generate(stages, seed, index, families, invalid_rate)
-        if case is None:
-            result.skipped += 1
+def _arguments(spec, options):
+    argv = ["--candidate", spec, "--python", sys.executable]
+    for name, value in options.items():
+        if name not in _OPTIONS:
+            raise TypeError("kvcmp.fuzz() got an unexpected option %r (options: %s)" % (name, ", ".join(sorted(_OPTIONS))))
+        if value is None:
             continue
-        result.cases += 1
-        result.per_variant[case.info["variant"]] = result.per_variant.get(case.info["variant"], 0) + 1
-        verdict = check(candidate, case, policy)
-        if not verdict.failed:
-            continue
-        failure = Failure(index, case, verdict)
-        result.failures.append(failure)
-        print("FAIL case %d [%s, family %s] %s: %s\n  __REPRO: %s" % (
-            index, case.info["variant"], case.info["family"], verdict.kind, verdict.detail,
-            _fuzz_repro(candidate, case, policy)), file=out, flush=True)
-        if save_dir:
-            _shrink_and_save(candidate, failure, policy, save_dir, shrink_seconds)
-            print("  shrunk case %d from %d to %d tokens, saved to %s\n  __REPRO: %s" % (
-                index, failure.tokens_before, failure.tokens_after, failure.saved, failure.repro), file=out, flush=True)
-        if len(result.failures) >= max_failures:
-            break
-    result.seconds = time.monotonic() - started
-    if not quiet:
-        print(result.report().split("\n")[0], file=out, flush=True)
-    return result
+        if isinstance(value, (list, tuple)):
+            value = ",".join(value) if name in ("stages", "families") else "%d/%d" % tuple(value)
+        argv += [_OPTIONS[name], str(value)]
+    return argv
+
+
+def fuzz(candidate, quiet=False, json_path=None, args=(), **options):
+    """Runs a campaign of libkvcmp's engine on candidate (a callable
+    candidate(case) -> outputs defined at module level, or a --candidate
+    string) and returns its FuzzSummary.
+
+    Options, as ``kvcmp fuzz`` has them: seed, cases or seconds (100 cases
+    when neither is given), stages, families, policy, out (every output
+    under it; default kvcmp-out), save_dir, invalid_rate, metamorphic_rate,
+    jobs, threads, max_failures (distinct signatures), max_failures_per_signature,
+    shrink_seconds, timeout, rss_limit_mb, geometry_pool, shard ((i, n)), only,
+    junit; args adds raw command-line options.  quiet keeps the campaign's
+    output in summary.output instead of printing it.  A bad option raises
+    ValueError with the engine's message."""
+    if options.get("cases") is None and options.get("seconds") is None and options.get("only") is None:
+        options["cases"] = 100
+    spec = candidate_spec(candidate)
+    out = options.get("out") or "kvcmp-out"
+    if json_path is None:
+        os.makedirs(out, exist_ok=True)
+        json_path = os.path.join(out, "fuzz-summary.json")
+    argv = interpreter_command() + ["fuzz"] + _arguments(spec, options) + ["--json", json_path] + list(args)
+    if quiet:
+        argv.append("--quiet")
+    if os.path.exists(json_path):
+        os.remove(json_path)
+    done = subprocess.run(argv, env=worker_environment(), stdout=subprocess.PIPE if quiet else None,
+                          stderr=subprocess.PIPE, text=True)
+    if done.stderr and not quiet:
+        sys.stderr.write(done.stderr)
+    if done.returncode == 2 or not os.path.exists(json_path):
+        raise ValueError("kvcmp fuzz refused to run (exit %d): %s" % (done.returncode, (done.stderr or "").strip()))
+    with open(json_path) as f:
+        data = json.load(f)
+    return FuzzSummary(data, done.returncode, json_path, (done.stdout or "") + (done.stderr or ""))
+
+
+def stages_of(candidate):
+    """The stages a candidate offers (its .stages, else all), for
+    parametrising a test per stage."""
+    from ._worker import offered_stages, resolve
+    if isinstance(candidate, str):
+        spec = candidate_spec(candidate)
+        candidate = resolve(spec[3:]) if spec.startswith("py:") else None
+    return offered_stages(candidate) if candidate is not None else []
+
+
+def temporary_out():
+    return tempfile.mkdtemp(prefix="kvcmp-out-")

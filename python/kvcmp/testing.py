@@ -4,8 +4,9 @@ the command that replays the saved case."""
 import os
 import tempfile
 
-from .case import compare, reference, save_case, Rejected
+from .case import Case, compare, reference, save_case, Rejected
 from .fuzzing import fuzz
+from .torch_case import TorchCase
 
 
 def _save_for_repro(case, save_dir):
@@ -40,10 +41,37 @@ def assert_matches_reference(case, outputs, policy="exact", candidate=None, save
 
 def assert_fuzz_passes(candidate, **options):
     """kvcmp.fuzz(candidate, **options) with quiet output; raises
-    AssertionError listing each failure (classified, shrunk, saved, with
-    its __REPRO line) when any case fails."""
+    AssertionError listing each failure signature (its cause, count,
+    smallest saved case and __REPRO lines) when any case fails."""
     options.setdefault("quiet", True)
     result = fuzz(candidate, **options)
     if not result.ok:
         raise AssertionError(result.report())
     return result
+
+
+def run_candidate(candidate, case):
+    """candidate(case) in this process on a writable copy of the case's
+    inputs; its outputs {name: array} (None: read back in place)."""
+    work = Case(case.stage, case.params, {k: v.copy() for k, v in case.inputs.items()}, case.source, case.meta,
+                case.path, dict(case.info))
+    result = candidate(work)
+    if result is None:
+        return {name: work.tensors[name] for name in case.output_names}
+    if isinstance(result, TorchCase):
+        return result.outputs()
+    return {name: (value.outputs()[name] if isinstance(value, TorchCase) else value) for name, value in dict(result).items()}
+
+
+def matches_reference(candidate, case, policy="exact"):
+    """True when candidate(case), run in this process, equals the reference
+    (a rejection counts as equal when the reference rejects too)."""
+    try:
+        outputs = run_candidate(candidate, case)
+    except Rejected:
+        try:
+            reference(case)
+        except Rejected:
+            return True
+        return False
+    return compare(case, outputs, policy).passed

@@ -1,0 +1,99 @@
+/* The fuzzing campaign as a library call: options in, summary out.
+ *
+ * kvc_campaign_run generates cases (case i of a seed is always the same
+ * case), runs each through the reference and the candidate in supervised
+ * worker processes (per-case timeout and memory limit, a dead worker
+ * replaced and its case saved), groups failures by signature (stage,
+ * check, cause class), shrinks the first few of each signature keeping
+ * the signature, saves them under the output directory with __REPRO
+ * lines, and writes the JSON and JUnit summaries.  `kvcmp fuzz`, the
+ * Python package (`kvcmp.fuzz`, `python -m kvcmp fuzz`) and CI recipes
+ * all run this one engine.
+ *
+ * A candidate is "opt", "ref", a path to a plug-in library
+ * (include/kvcmp/plugin.h) or "py:FILE.py:FUNCTION" / "py:MODULE:FUNCTION"
+ * (a Python callable run by a worker interpreter, python/kvcmp/_worker.py). */
+#ifndef KVCMP_CAMPAIGN_H
+#define KVCMP_CAMPAIGN_H
+
+#include <stdint.h>
+
+#include "compare.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    uint64_t seed;
+    int64_t cases;              /* >= 0: this many cases; -1: run for `seconds` */
+    double seconds;
+    int64_t only;               /* >= 0: just this case (its REPRO line) */
+    int shard_index, shard_count;   /* this campaign runs the cases i with i % count == index */
+    int jobs;                   /* worker processes */
+    int threads;                /* > 0: the candidate's OpenMP threads; 0: each case draws 1-8 */
+    int max_failures;           /* distinct signatures that end the campaign */
+    int max_per_signature;      /* failures of one signature printed, shrunk and saved */
+    int invalid_per_mille;      /* cases corrupted on purpose (must be rejected) */
+    int metamorphic_per_mille;  /* cases that also get the thread and page-permutation checks */
+    int geometry_pool;          /* > 0: page geometry drawn from this many shapes per campaign */
+    double shrink_seconds;
+    double timeout_seconds;     /* one case; <= 0: none */
+    int64_t rss_limit_mb;       /* a worker's resident memory; <= 0: none */
+    kvc_policy policy;
+    const char *candidate;      /* NULL: "opt" */
+    const char *python;         /* interpreter of a py: candidate; NULL: $KVCMP_PYTHON or python3 */
+    const char *stages;         /* variant name prefixes, comma-separated; NULL: all */
+    const char *families;       /* value families; NULL: the default mix */
+    const char *out_dir;        /* every output goes under it; NULL: "kvcmp-out" */
+    const char *save_dir;       /* NULL: OUT/failures/seedS-TIME-PID; "": nothing saved */
+    const char *json_path;      /* NULL: OUT/fuzz-summary.json; "": none */
+    const char *junit_path;     /* NULL: none */
+    const char *command;        /* how __REPRO lines invoke kvcmp; NULL: "kvcmp" */
+    int quiet;                  /* no start lines, no progress */
+} kvc_campaign_options;
+
+typedef struct {
+    char key[200];              /* "v4.compress bytes: scale floor" */
+    char stage[40], check[32], cause[64];
+    int64_t count;              /* failures of this signature */
+    int64_t first_case;
+    char first_repro[800];      /* regenerates and re-checks the first case */
+    int64_t minimal_case;       /* -1 when none was saved */
+    int64_t minimal_tokens;
+    char minimal_saved[400];    /* the smallest saved case's directory */
+    char minimal_repro[900];    /* replays it */
+} kvc_campaign_signature;
+
+typedef struct {
+    int64_t cases, failures, skipped;
+    double seconds, cases_per_second;
+    int workers_lost;           /* died or were killed outside a case */
+    int interrupted;            /* the signal that stopped it, else 0 */
+    int write_failed;           /* a case or a summary could not be written */
+    int num_signatures;
+    kvc_campaign_signature *signatures;   /* owned: kvc_campaign_summary_free */
+    char save_dir[512];         /* where the failing cases are */
+    int exit_code;              /* 0 no failure, 1 failures, 2 bad options, 3 write errors, 128+N interrupted */
+} kvc_campaign_summary;
+
+/* The defaults of `kvcmp fuzz`. */
+void kvc_campaign_options_init(kvc_campaign_options *options);
+
+/* Runs the campaign; returns summary->exit_code.  A bad option or a
+ * candidate that cannot be loaded or offers no stage: a message on
+ * stderr naming it, exit code 2, nothing written. */
+int kvc_campaign_run(const kvc_campaign_options *options, kvc_campaign_summary *summary);
+
+void kvc_campaign_summary_free(kvc_campaign_summary *summary);
+
+/* `kvcmp fuzz ARGS...` (argv holds the options only), for front ends
+ * that pass a command line through: the Python package's
+ * `python -m kvcmp fuzz`.  command is how its __REPRO lines invoke it. */
+int kvc_campaign_main(const char *command, int argc, char **argv);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
