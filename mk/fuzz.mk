@@ -5,7 +5,8 @@
 #   make mutants-check   every mutant must be caught by a fixed-seed campaign
 #   make fuzz-check      fixed-seed campaign of 20,000 cases (part of make test)
 #   make wrap-check      fuzz examples/wrap_reference (part of make test)
-#   make examples        the example plug-ins: build/examples/wrap_reference.so
+#   make examples        the example plug-ins, build/examples/wrap_reference.so
+#                        and build/examples/cpp_plugin.so (C++17)
 #   make multi-bug       build/mutants/multi/multi_bug.so, one planted bug per
 #                        stage (mutants-check fuzzes it)
 #   make fuzz-corpus-check  the libFuzzer entry point over fixtures/corpus,
@@ -84,7 +85,14 @@ $(BUILD)/examples/wrap_reference.so: examples/wrap_reference/wrap_reference.c $(
 	@mkdir -p $(dir $@)
 	$(Q)$(call say,CC,$@)$(CC) $(PLUGIN_FLAGS) -Iinclude $< $(BUILD)/libkvcmp.a -o $@ $(PLUGIN_LIBS) -lcjson -ldl
 
-examples: $(BUILD)/examples/wrap_reference.so
+# The C++17 example, the same wrapper in C++ (make install-check builds
+# it against the installed library instead).
+$(BUILD)/examples/cpp_plugin.so: examples/cpp_plugin/cpp_plugin.cpp $(PUBLIC_HEADERS) $(BUILD)/libkvcmp.a
+	@mkdir -p $(dir $@)
+	$(Q)$(call say,CXX,$@)$(CXX) -std=c++17 -Wall -Wextra -O1 -fPIC -shared -fvisibility=hidden -ffp-contract=off -fno-fast-math \
+	  -Iinclude $< $(BUILD)/libkvcmp.a -o $@ $(PLUGIN_LIBS) -lcjson -ldl
+
+examples: $(BUILD)/examples/wrap_reference.so $(BUILD)/examples/cpp_plugin.so
 
 wrap-check: $(BUILD)/examples/wrap_reference.so $(BUILD)/kvcmp
 	@mkdir -p reports

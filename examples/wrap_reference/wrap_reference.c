@@ -8,8 +8,15 @@
  * validate with the shared validators, resolve slots and strides, call.
  * Stages not wrapped here are passed straight through from the reference.
  *
- * Build: make examples   (build/examples/wrap_reference.so)
- * Fuzz:  build/kvcmp fuzz --candidate build/examples/wrap_reference.so */
+ * Build: make examples   (build/examples/wrap_reference.so), or against an
+ *        installed libkvcmp, in one line:
+ *          cc -std=c17 -O1 -fPIC -shared -fvisibility=hidden wrap_reference.c
+ *            $(pkg-config --cflags kvcmp) $(pkg-config --variable=plugin_cflags kvcmp)
+ *            $(pkg-config --libs kvcmp) -o wrap_reference.so
+ *        (plugin_cflags: the adapters call the reference's steps inline,
+ *        whose arithmetic must not be contracted into fma)
+ * Fuzz:  build/kvcmp fuzz --candidate build/examples/wrap_reference.so
+ * The same wrapper in C++17: examples/cpp_plugin/cpp_plugin.cpp. */
 #include <math.h>
 #include <string.h>
 

@@ -23,7 +23,13 @@
 
 #include <cstdio>
 #include <cstring>
+#include <type_traits>
 #include <vector>
+
+// kvcmp/plugin.h declares the plug-ins' entry point (a plug-in defines it,
+// libkvcmp does not), so a C++ plug-in's definition gets C linkage.
+static_assert(std::is_same_v<decltype(&kvcmp_plugin_entry), kvcmp_plugin_entry_fn>,
+              "kvcmp/plugin.h declares kvcmp_plugin_entry as kvcmp_plugin_entry_fn");
 
 static int failures = 0;
 static void expect(bool ok, const char *what) {
