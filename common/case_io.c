@@ -3,6 +3,7 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +88,48 @@ static int integer_param(const cJSON *params, const char *key, int32_t *value, c
     return 1;
 }
 
+/* JSON has no NaN or infinity: a non-finite eps is written as the string
+ * "nan", "-nan", "inf" or "-inf" (SPEC.md section 10), so that a case
+ * the fuzzer made to be rejected (eps NaN) reads back as it was written. */
+static const struct {
+    const char *text;
+    uint32_t bits;
+} nonfinite_params[] = {{"nan", 0x7FC00000u}, {"-nan", 0xFFC00000u}, {"inf", 0x7F800000u}, {"-inf", 0xFF800000u}};
+
+static float float_from_bits(uint32_t bits) {
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+/* params.eps: a number, or one of the strings above. */
+static int eps_param(const cJSON *params, double *value, const char *path, char *error, size_t error_size) {
+    const cJSON *item = cJSON_GetObjectItemCaseSensitive(params, "eps");
+    if (cJSON_IsString(item)) {
+        for (size_t i = 0; i < sizeof nonfinite_params / sizeof nonfinite_params[0]; i++)
+            if (strcmp(item->valuestring, nonfinite_params[i].text) == 0) {
+                *value = (double)float_from_bits(nonfinite_params[i].bits);
+                return 1;
+            }
+        snprintf(error, error_size, "%s: params.eps must be a number or one of \"nan\", \"-nan\", \"inf\", \"-inf\", found \"%.40s\"", path,
+                 item->valuestring);
+        return -1;
+    }
+    int rc = number_param(params, "eps", value, path, error, error_size);
+    if (rc < 0) {
+        size_t n = strlen(error);
+        snprintf(error + n, error_size - n, " (non-finite values are written \"nan\", \"-nan\", \"inf\", \"-inf\")");
+    }
+    return rc;
+}
+
+/* params.eps as written: a number, or the string of a non-finite value. */
+static void add_eps(cJSON *params, float eps) {
+    if (isfinite(eps)) { cJSON_AddNumberToObject(params, "eps", (double)eps); return; }
+    const char *text = isinf(eps) ? (signbit(eps) ? "-inf" : "inf") : (signbit(eps) ? "-nan" : "nan");
+    cJSON_AddStringToObject(params, "eps", text);
+}
+
 static int parse_params(const cJSON *params, kvc_case *c, const char *path, char *error, size_t error_size) {
     double eps = 1e-6;
     c->head_dim = 512;
@@ -94,7 +137,7 @@ static int parse_params(const cJSON *params, kvc_case *c, const char *path, char
     if (rc == 0) snprintf(error, error_size, "%s: params.compress_ratio missing", path);
     if (rc <= 0) return -1;
     if (integer_param(params, "head_dim", &c->head_dim, path, error, error_size) < 0) return -1;
-    if (number_param(params, "eps", &eps, path, error, error_size) < 0) return -1;
+    if (eps_param(params, &eps, path, error, error_size) < 0) return -1;
     c->eps = (float)eps;   /* the nearest fp32, as the format says */
     const cJSON *dtype = cJSON_GetObjectItemCaseSensitive(params, "cache_dtype");
     if (!dtype) return 0;
@@ -192,7 +235,7 @@ static int write_case_json(const char *dir, const kvc_case *c, char *error, size
     cJSON_AddStringToObject(root, "stage", kvc_stage_name(c->stage));
     cJSON_AddNumberToObject(params, "compress_ratio", c->compress_ratio);
     cJSON_AddNumberToObject(params, "head_dim", c->head_dim);
-    cJSON_AddNumberToObject(params, "eps", (double)c->eps);
+    add_eps(params, c->eps);
     if (c->has_cache_dtype) cJSON_AddStringToObject(params, "cache_dtype", kvc_cache_dtype_name(c->cache_dtype));
     cJSON_AddItemToObject(root, "params", params);
     cJSON_AddStringToObject(root, "source", c->source);

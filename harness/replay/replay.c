@@ -279,10 +279,11 @@ static int replay_loaded_case(const char *dir, const kvc_replay_options *options
         verdict = KVC_REPLAY_UNSELECTED;
     } else if (unexpected_expected_output(&c, detail, size)) {
         verdict = KVC_REPLAY_FAIL;
-    } else if (options->outputs_dir && kvc_load_outside_outputs(&c, options->outputs_dir, dir, error, sizeof error)) {
-        snprintf(detail, size, "cannot read the outside outputs: %s", error);
-    } else if (options->outputs_dir || kvc_has_outside_outputs(&c)) {
-        verdict = kvc_compare_outside(&c, options->policy, report, detail, size);
+    } else if (options->outputs_dir || kvc_has_outside_outputs(&c, dir)) {
+        kvc_outside_status status;
+        if (kvc_load_outside_outputs(&c, options->outputs_dir, dir, &status, error, sizeof error))
+            snprintf(detail, size, "cannot read the outside outputs: %s", error);
+        else verdict = kvc_compare_outside(&c, &status, options->policy, report, detail, size);
     } else if (!kvc_backend_has_stage(options->backend, &c)) {
         /* A partial library: the fuzzer skips such stages too. */
         snprintf(detail, size, "%s offers no %s", options->impl_name, kvc_stage_name(c.stage));
@@ -442,7 +443,10 @@ static void usage(FILE *out) {
             "  --outputs DIR: the outputs of an implementation that ran elsewhere, output NAME of case\n"
             "  directory .../CASE in DIR/CASE/NAME.npy (a case directory holding NAME.got.npy files is\n"
             "  compared the same way without --outputs); the reference runs on the case's inputs and\n"
-            "  is the expected side.\n"
+            "  is the expected side. Beside its outputs the outside runner writes DIR/CASE/status.json\n"
+            "  (status.got.json beside NAME.got.npy): {\"status\": \"ran\"|\"rejected\"|\"crashed\",\n"
+            "  \"message\": \"...\"}. A case fails when that file is missing, says crashed, says rejected\n"
+            "  where the reference runs, or says ran where the reference rejects (SPEC.md section 10).\n"
             "  --stage LIST: only cases of these variants (name prefixes as in kvcmp fuzz --stage,\n"
             "  see kvcmp fuzz --list). Cases of a stage the implementation does not offer are skipped.\n"
             "  --junit FILE: JUnit XML for CI, one testcase per case (its source the class), a failure's\n"

@@ -54,11 +54,46 @@ void kvc_case_source_label(const kvc_case *c, char *out, size_t size);
  * ran elsewhere left its output NAME of the case directory .../CASE as
  * OUTPUTS/CASE/NAME.npy (kvcmp replay --outputs OUTPUTS), or as
  * NAME.got.npy inside the case directory; both load as the tensor
- * "NAME.got".  The reference runs on the inputs and is "expected". */
-int kvc_load_outside_outputs(kvc_case *c, const char *outputs_dir, const char *case_dir, char *error, size_t error_size);
-int kvc_has_outside_outputs(const kvc_case *c);
-/* 0 pass, 1 fail, with the one-line verdict in detail. */
-int kvc_compare_outside(const kvc_case *c, kvc_policy policy, kvc_compare_report *report, char *detail, size_t size);
+ * "NAME.got".  The reference runs on the inputs and is "expected".
+ *
+ * Beside its outputs the outside runner writes a status file (SPEC.md
+ * section 10): OUTPUTS/CASE/status.json, or status.got.json in the case
+ * directory, {"status": "ran" | "rejected" | "crashed", "message": "..."}.
+ * A case without one failed: the runner died before it could say. */
+#define KVC_OUTSIDE_STATUS_FILE "status.json"
+#define KVC_OUTSIDE_GOT_STATUS_FILE "status.got.json"
+
+typedef enum { KVC_OUTSIDE_NO_STATUS, KVC_OUTSIDE_RAN, KVC_OUTSIDE_REJECTED, KVC_OUTSIDE_CRASHED } kvc_outside_state;
+
+typedef struct {
+    kvc_outside_state state;
+    char message[600];        /* the runner's "message" (why it rejected, the exception), or "" */
+    char path[1100];          /* where the status file is (or was looked for) */
+} kvc_outside_status;
+
+/* "ran", "rejected", "crashed" or "missing". */
+const char *kvc_outside_state_name(kvc_outside_state state);
+/* Loads the outside outputs (from OUTPUTS/CASE, or NAME.got.npy already in
+ * the case when outputs_dir is NULL) and the status file into *status.  A
+ * missing status file is KVC_OUTSIDE_NO_STATUS; an unreadable output or a
+ * malformed status file is -1 with the file and the field named in error. */
+int kvc_load_outside_outputs(kvc_case *c, const char *outputs_dir, const char *case_dir, kvc_outside_status *status, char *error,
+                             size_t error_size);
+/* Whether the case directory holds outside outputs: a NAME.got tensor or
+ * a status.got.json. */
+int kvc_has_outside_outputs(const kvc_case *c, const char *case_dir);
+/* The status against the reference's run (ref_status KVC_OK: it ran; else
+ * it rejected with ref->error): 1 when they disagree (a crash, no status,
+ * a rejection of a case the reference runs, a run of a case it rejects,
+ * or a rejected case whose outputs were written), 0 when both rejected
+ * and nothing was written, -1 when both ran and the bytes decide.  The
+ * verdict in words goes to detail. */
+int kvc_outside_status_verdict(const kvc_case *c, const kvc_outside_status *status, int ref_status, const kvc_run_result *ref,
+                               char *detail, size_t size);
+/* 0 pass, 1 fail, with the one-line verdict (and the causes of a
+ * difference, harness/compare/causes.c) in detail. */
+int kvc_compare_outside(const kvc_case *c, const kvc_outside_status *status, kvc_policy policy, kvc_compare_report *report,
+                        char *detail, size_t size);
 
 int kvc_cmd_replay(int argc, char **argv);
 

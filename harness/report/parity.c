@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "kvcmp/formats.h"
-#include "harness/report/report.h"
+#include "harness/report/parity.h"
 #include "harness/report/oracle.h"
 #include "harness/replay/replay.h"
 #include "kvcmp/run.h"
@@ -105,7 +105,17 @@ static void walk_output(walk *w, const kvc_case *c, const char *name, const kvc_
     if (kvc_classify_output(c, name, ref, upstream, on_difference, w)) w->differs = 1;
 }
 
-void kvc_parity_add_case(kvc_parity_report *report, const kvc_case *c, const char *dir) {
+static int has_expected_outputs(const kvc_case *c) {
+    for (int i = 0; i < c->num_tensors; i++) {
+        size_t n = strlen(c->tensors[i].name);
+        if (n > 4 && strcmp(c->tensors[i].name + n - 4, ".out") == 0) return 1;
+    }
+    return 0;
+}
+
+/* The other side is the case's NAME.out tensors (an upstream case) or,
+ * with an outside status, the outside outputs NAME.got. */
+static void add_case(kvc_parity_report *report, const kvc_case *c, const char *dir, const kvc_outside_status *outside) {
     char source[64], stage[64];
     kvc_case_source_label(c, source, sizeof source);
     stage_key(c, stage, sizeof stage);
@@ -115,25 +125,65 @@ void kvc_parity_add_case(kvc_parity_report *report, const kvc_case *c, const cha
     g->cases++;
     report->cases++;
     kvc_run_result result;
-    if (kvc_run_case(&kvc_reference_backend, c, NULL, &result)) {
-        add_cause(&w, KVC_CAUSE_STAGE_ERROR, "%s", result.error.message);
+    int status = kvc_run_case(&kvc_reference_backend, c, NULL, &result);
+    char verdict[1400];
+    int disagree = 0;
+    if (outside) {
+        /* Both sides rejected (nothing written), both ran (the bytes
+         * below), or they disagree: a stage error with the status. */
+        disagree = kvc_outside_status_verdict(c, outside, status, &result, verdict, sizeof verdict);
+        if (disagree == 0) status = -1;   /* agreed rejection: identical */
+    } else if (status != KVC_OK) {
+        /* A case without NAME.out is an input to reject (SPEC.md 10): the
+         * reference agrees with it by rejecting it. */
+        if (has_expected_outputs(c)) { disagree = 1; snprintf(verdict, sizeof verdict, "%s", result.error.message); }
+        else status = -1;
+    } else if (!has_expected_outputs(c)) {
+        disagree = 1;
+        snprintf(verdict, sizeof verdict, "the case has no expected outputs (an input to reject), but the reference accepts it");
+    }
+    if (disagree == 1) {
+        add_cause(&w, KVC_CAUSE_STAGE_ERROR, "%s", verdict);
         if (!g->first_differing[0]) snprintf(g->first_differing, sizeof g->first_differing, "%s", dir);
         kvc_run_result_free(&result);
         return;
     }
-    for (int i = 0; i < result.num_outputs; i++) {
+    for (int i = 0; status == KVC_OK && i < result.num_outputs; i++) {
         char name[64];
-        snprintf(name, sizeof name, "%.40s.out", result.outputs[i].name);
-        kvc_array *expected = kvc_case_get(c, name);
-        if (!expected || expected->count != result.outputs[i].array.count || expected->dtype != result.outputs[i].array.dtype) continue;
-        walk_output(&w, c, result.outputs[i].name, expected, &result.outputs[i].array);
+        snprintf(name, sizeof name, "%.40s.%s", result.outputs[i].name, outside ? "got" : "out");
+        kvc_array *other = kvc_case_get(c, name);
+        if (!other || other->count != result.outputs[i].array.count || other->dtype != result.outputs[i].array.dtype) {
+            if (!outside) continue;
+            add_cause(&w, KVC_CAUSE_STAGE_ERROR, "outside output %s is %s (the reference writes %s %lld elements)", result.outputs[i].name,
+                      other ? "misshapen" : "missing", kvc_dtype_descr(result.outputs[i].array.dtype),
+                      (long long)result.outputs[i].array.count);
+            w.differs = 1;
+            continue;
+        }
+        walk_output(&w, c, result.outputs[i].name, other, &result.outputs[i].array);
     }
     kvc_run_result_free(&result);
     if (!w.differs) { g->cases_identical++; report->cases_identical++; }
     else if (!g->first_differing[0]) snprintf(g->first_differing, sizeof g->first_differing, "%s", dir);
 }
 
-int kvc_parity_add_path(kvc_parity_report *report, const char *path) {
+void kvc_parity_add_case(kvc_parity_report *report, const kvc_case *c, const char *dir) { add_case(report, c, dir, NULL); }
+
+/* A case whose outside outputs cannot be read: a stage error of its group. */
+static void add_unreadable_outside(kvc_parity_report *report, const kvc_case *c, const char *dir, const char *error) {
+    char source[64], stage[64];
+    kvc_case_source_label(c, source, sizeof source);
+    stage_key(c, stage, sizeof stage);
+    kvc_parity_group *g = group_for(report, source, stage);
+    if (!g) return;
+    walk w = {.group = g, .dir = dir};
+    g->cases++;
+    report->cases++;
+    add_cause(&w, KVC_CAUSE_STAGE_ERROR, "cannot read the outside outputs: %s", error);
+    if (!g->first_differing[0]) snprintf(g->first_differing, sizeof g->first_differing, "%.239s", dir);
+}
+
+int kvc_parity_add_outside_path(kvc_parity_report *report, const char *path, const char *outputs_dir) {
     char **dirs;
     int n = kvc_find_cases(path, &dirs);
     if (n == 0) {
@@ -143,19 +193,28 @@ int kvc_parity_add_path(kvc_parity_report *report, const char *path) {
     if (report->num_paths < 8) kvc_relative_path(path, report->paths[report->num_paths++], sizeof report->paths[0]);
     for (int i = 0; i < n; i++) {
         kvc_case c;
-        char error[512];
+        char error[1400];
         if (kvc_case_load(dirs[i], &c, error, sizeof error)) {
-            fprintf(stderr, "kvcmp report parity: %s\n", error);
+            fprintf(stderr, "kvcmp report parity: %s\n", error);   /* skipped, named */
             continue;
         }
         char relative[512];
         kvc_relative_path(dirs[i], relative, sizeof relative);
-        kvc_parity_add_case(report, &c, relative);
+        if (outputs_dir) {
+            kvc_outside_status status;
+            if (kvc_load_outside_outputs(&c, outputs_dir, dirs[i], &status, error, sizeof error))
+                add_unreadable_outside(report, &c, relative, error);
+            else add_case(report, &c, relative, &status);
+        } else {
+            add_case(report, &c, relative, NULL);
+        }
         kvc_case_free(&c);
     }
     kvc_free_case_list(dirs, n);
     return 0;
 }
+
+int kvc_parity_add_path(kvc_parity_report *report, const char *path) { return kvc_parity_add_outside_path(report, path, NULL); }
 
 void kvc_parity_free(kvc_parity_report *report) {
     free(report->groups);

@@ -1,5 +1,6 @@
 /* kvcmp report: the command line of the precision and parity reports. */
 #include "harness/report/report.h"
+#include "harness/report/parity.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@ typedef struct {
     int cases_per_family;
     uint64_t seed;
     const char *impl;
+    const char *outputs_dir;   /* parity --outputs */
     const char *paths[MAX_PATHS];
     int num_paths;
 } report_options;
@@ -26,7 +28,7 @@ typedef struct {
 static void usage(FILE *out) {
     fprintf(out,
             "usage: kvcmp report precision [--out DIR] [--cases N] [--seed S] [--impl ref|opt|LIB.so]\n"
-            "       kvcmp report parity [--out DIR] PATH...\n"
+            "       kvcmp report parity [--out DIR] [--outputs OUTPUTS] PATH...\n"
             "       kvcmp report mutants --limit SECONDS [--json FILE] [--junit FILE] DIR   (see --help there)\n"
             "       kvcmp report [--out DIR] [--cases N] [--seed S] [PATH...]   (both)\n"
             "  precision: the reference against an MPFR oracle on a seeded corpus,\n"
@@ -35,6 +37,9 @@ static void usage(FILE *out) {
             "             (its intermediates are not visible; stages it lacks are left out).\n"
             "  parity:    upstream cases (a case directory or a tree) against the reference;\n"
             "             default fixtures/vllm-cases (run from the repository root).\n"
+            "             --outputs OUTPUTS: the other side is an outside run's outputs instead of\n"
+            "             the cases' NAME.out, read as kvcmp replay --outputs reads them\n"
+            "             (OUTPUTS/CASE/NAME.npy and OUTPUTS/CASE/status.json).\n"
             "  Writes DIR/precision.{md,html,json} and DIR/parity.{md,html,json} (DIR default: reports).\n",
             DEFAULT_CASES_PER_FAMILY);
 }
@@ -47,6 +52,7 @@ static int parse(int which, int argc, char **argv, report_options *o) {
         {"cases", KVC_OPT_INT, .target = &o->cases_per_family, .min = 1, .max = 1000},
         {"seed", KVC_OPT_UINT64, .target = &o->seed},
         {"impl", KVC_OPT_STRING, .target = &o->impl},
+        {"outputs", KVC_OPT_STRING, .target = &o->outputs_dir},
         {NULL},
     };
     const kvc_command_line line = {which == 1 ? "report precision" : which == 2 ? "report parity" : "report", options, usage,
@@ -76,7 +82,7 @@ static int run_parity(const report_options *o) {
     memcpy(paths, o->paths, sizeof paths);
     if (n == 0) paths[n++] = "fixtures/vllm-cases";   /* the project's copy (fixtures/README.md) */
     int rc = 0;
-    for (int i = 0; i < n; i++) rc |= kvc_parity_add_path(&report, paths[i]) != 0;
+    for (int i = 0; i < n; i++) rc |= kvc_parity_add_outside_path(&report, paths[i], o->outputs_dir) != 0;
     if (rc == 0) rc = kvc_render_parity(&report, o->out_dir);
     if (rc == 0)
         printf("parity: %d cases, %d identical to the reference; wrote %s/parity.md, %s/parity.html, %s/parity.json\n", report.cases,
@@ -96,6 +102,18 @@ int kvc_cmd_report(int argc, char **argv) {
     if (which == 2 && strcmp(o.impl, "ref") != 0) {
         fprintf(stderr, "kvcmp report parity: --impl is an option of report precision (parity always runs the reference)\n");
         return 2;
+    }
+    if (o.outputs_dir) {
+        struct stat st;
+        if (which == 1) {
+            fprintf(stderr, "kvcmp report precision: --outputs is an option of report parity (an outside run's outputs)\n");
+            return 2;
+        }
+        if (stat(o.outputs_dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+            fprintf(stderr, "kvcmp report parity: --outputs %s is not a directory (give the folder holding CASE/NAME.npy and "
+                    "CASE/status.json)\n", o.outputs_dir);
+            return 2;
+        }
     }
     mkdir(o.out_dir, 0777);
     int rc = 0;

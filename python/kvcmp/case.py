@@ -345,3 +345,91 @@ def shrink(case, still_fails, seconds=5.0):
     lib.kvc_ffi_shrink(h.pointer, callback, None, float(seconds), ctypes.byref(before), ctypes.byref(after))
     smaller = _case_from_handle(h.pointer, info=case.info)
     return smaller, before.value, after.value
+
+
+# ---- outside runners (kvcmp gen -> your kernel -> kvcmp replay --outputs) ----
+
+OUTSIDE_STATUS_FILE = "status.json"           # OUTPUTS/CASE/status.json
+OUTSIDE_GOT_STATUS_FILE = "status.got.json"   # beside NAME.got.npy in the case directory
+OUTSIDE_STATES = ("ran", "rejected", "crashed")
+
+
+def write_status(directory, status, message="", got=False):
+    """Writes an outside runner's status file into directory (SPEC.md
+    section 10): {"status": "ran" | "rejected" | "crashed", "message": ...}
+    as status.json (got=True: status.got.json, beside NAME.got.npy in a
+    case directory).  Written aside and renamed, so a runner killed
+    mid-write leaves no status, which kvcmp replay counts as a failure."""
+    if status not in OUTSIDE_STATES:
+        raise ValueError("status must be one of %s, not %r" % (", ".join(OUTSIDE_STATES), status))
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, OUTSIDE_GOT_STATUS_FILE if got else OUTSIDE_STATUS_FILE)
+    partial = path + ".partial"
+    with open(partial, "w") as f:
+        json.dump({"status": status, "message": str(message)}, f)
+        f.write("\n")
+    os.replace(partial, path)
+    return path
+
+
+def _call_candidate(candidate, case):
+    """candidate(case) on a writable copy of the inputs -> {name: output},
+    by the package's calling convention (see kvcmp's docstring)."""
+    from .torch_case import TorchCase
+    work = Case(case.stage, case.params, {k: v.copy() for k, v in case.inputs.items()}, case.source, case.meta, case.path,
+                dict(case.info))
+    result = candidate(work)
+    if result is None:
+        return {name: work.tensors[name] for name in case.output_names}
+    if isinstance(result, TorchCase):
+        return result.outputs()
+    return {name: (value.outputs()[name] if isinstance(value, TorchCase) else value) for name, value in dict(result).items()}
+
+
+def run_outside(candidate, case_dir, outputs_dir=None):
+    """Runs candidate(case) on the case directory case_dir the way an
+    outside runner does for ``kvcmp replay --outputs``: its outputs go to
+    outputs_dir/CASE/NAME.npy and the status to outputs_dir/CASE/status.json
+    (outputs_dir None: NAME.got.npy and status.got.json in case_dir).
+
+    The status is "ran" (outputs written first, the status last),
+    "rejected" when the candidate raises kvcmp.Rejected (nothing written),
+    or "crashed" with the exception when it raises anything else.  A
+    process that dies outright writes no status, and kvcmp replay fails
+    the case for it.  Returns the status."""
+    name = os.path.basename(os.path.normpath(str(case_dir)))
+    target = os.path.join(str(outputs_dir), name) if outputs_dir is not None else str(case_dir)
+    got = outputs_dir is None
+    status_path = os.path.join(target, OUTSIDE_GOT_STATUS_FILE if got else OUTSIDE_STATUS_FILE)
+    if os.path.exists(status_path):
+        os.remove(status_path)   # an earlier run's status must not speak for this one
+    try:
+        case = load_case(str(case_dir))
+        outputs = _call_candidate(candidate, case)
+        arrays = {k: _as_array(k, v) for k, v in dict(outputs).items()}
+    except Rejected as e:
+        write_status(target, "rejected", str(e), got)
+        return "rejected"
+    except Exception as e:   # the runner's own failure, reported, never raised
+        import traceback
+        frame = traceback.extract_tb(e.__traceback__)[-1] if e.__traceback__ else None
+        where = " (at %s:%d)" % (frame.filename, frame.lineno) if frame else ""
+        write_status(target, "crashed", "%s: %s%s" % (type(e).__name__, e, where), got)
+        return "crashed"
+    os.makedirs(target, exist_ok=True)
+    for key, array in arrays.items():
+        np.save(os.path.join(target, key + (".got.npy" if got else ".npy")), array)
+    write_status(target, "ran", "", got)
+    return "ran"
+
+
+def run_outside_tree(candidate, cases_dir, outputs_dir):
+    """run_outside on every case directory under cases_dir (as kvcmp gen
+    writes them), outputs under outputs_dir.  Returns {status: count}."""
+    counts = {s: 0 for s in OUTSIDE_STATES}
+    for root, dirs, files in os.walk(str(cases_dir)):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        if "case.json" in files:
+            dirs[:] = []
+            counts[run_outside(candidate, root, outputs_dir)] += 1
+    return counts

@@ -1,6 +1,8 @@
 /* kvcmp replay --outputs DIR and NAME.got.npy: outputs of an
  * implementation that ran elsewhere, compared with the reference run on
- * the case's inputs ("expected" is always the reference). */
+ * the case's inputs ("expected" is always the reference).  The outside
+ * runner's status file says it ran (tests/cli/test_replay_outside_status.c
+ * covers the other statuses). */
 #include "tests/cli/cli_support.h"
 
 /* Writes the case's NAME.out tensor as path (a stand-in for an outside
@@ -13,6 +15,14 @@ static void write_output(const char *case_dir, const char *name, const char *pat
     if (flip_byte >= 0) ((uint8_t *)a.data)[flip_byte] ^= 1;
     cr_assert_eq(kvc_npy_write(path, &a, error, sizeof error), 0, "%s", error);
     kvc_array_free(&a);
+}
+
+/* The outside runner's status file (SPEC.md section 10). */
+static void write_status(const char *dir, const char *file, const char *status, const char *message) {
+    char path[700], text[400];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    snprintf(text, sizeof text, "{\"status\": \"%s\", \"message\": \"%s\"}\n", status, message);
+    support_write_text(path, text);
 }
 
 static captured_run replay_outputs(const char *outputs, const char *case_dir, const char *policy) {
@@ -28,12 +38,18 @@ Test(replay_outside, outputs_dir_pass_and_one_bit_off) {
     snprintf(case_out, sizeof case_out, "%s/c1", outputs);
     captured_run run = replay_outputs(outputs, dir, "exact");
     cr_expect_eq(run.status, 1);
-    expect_contains(run.out, "outside output latent is missing", "stdout");
-    expect_contains(run.out, "latent.got.npy", "stdout");
+    expect_contains(run.out, "no outside status: ", "stdout");
+    expect_contains(run.out, "/outputs/c1/status.json is missing", "stdout");
     expect_contains(run.out, "__REPRO: build/kvcmp replay --outputs", "stdout");
     support_free_run(&run);
     mkdir(outputs, 0777);
     mkdir(case_out, 0777);
+    write_status(case_out, "status.json", "ran", "");
+    run = replay_outputs(outputs, dir, "exact");
+    cr_expect_eq(run.status, 1);
+    expect_contains(run.out, "outside output latent is missing", "stdout");
+    expect_contains(run.out, "latent.got.npy", "stdout");
+    support_free_run(&run);
     snprintf(path, sizeof path, "%s/latent.npy", case_out);
     write_output(dir, "latent", path, -1);
     char trailing[600];
@@ -63,6 +79,7 @@ Test(replay_outside, got_files_beside_the_case) {
     save_case(root, "c2", "v4.save_partial_states/d128/r4", "outside test", 0, dir, sizeof dir);
     snprintf(path, sizeof path, "%s/state_cache.got.npy", dir);
     write_output(dir, "state_cache", path, -1);
+    write_status(dir, "status.got.json", "ran", "");
     char *argv[] = {dir};
     captured_run run = support_capture(kvc_cmd_replay, ARGC(argv), argv);
     cr_expect_eq(run.status, 0, "%s", run.out);
@@ -91,13 +108,15 @@ Test(replay_outside, rejected_case) {
     snprintf(dir, sizeof dir, "%s/bad", root);
     cr_assert_eq(kvc_case_save(dir, &c, error, sizeof error), 0, "%s", error);
     snprintf(outputs, sizeof outputs, "%s/outputs", root);
-    captured_run run = replay_outputs(outputs, dir, "exact");
-    cr_expect_eq(run.status, 0, "%s", run.out);
-    expect_contains(run.out, "rejected by the reference (index-out-of-range", "stdout");
-    support_free_run(&run);
     snprintf(case_out, sizeof case_out, "%s/bad", outputs);
     mkdir(outputs, 0777);
     mkdir(case_out, 0777);
+    write_status(case_out, "status.json", "rejected", "slot out of range");
+    captured_run run = replay_outputs(outputs, dir, "exact");
+    cr_expect_eq(run.status, 0, "%s", run.out);
+    expect_contains(run.out, "rejected by the reference (index-out-of-range", "stdout");
+    expect_contains(run.out, "and by the outside runner: slot out of range", "stdout");
+    support_free_run(&run);
     snprintf(path, sizeof path, "%s/kv_cache.npy", case_out);
     kvc_array *cache = kvc_case_get(&c, "kv_cache");
     cr_assert_eq(kvc_npy_write(path, cache, error, sizeof error), 0);
