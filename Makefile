@@ -177,7 +177,9 @@ TEST_BUILD :=
 # the build (in parallel: -j with the number of processors unless the
 # command line gave a -j), each goal of TEST_EXTRA, then the unit tests;
 # each part is timed, its output kept in build/test-logs/PART.log, and the
-# run ends with "make test: N passed, M failed in T s (per part)".
+# run ends with "make test: N passed, M failed in T s (per part)".  The
+# build prints a progress line every 20 s or so; a green run leaves that
+# closing line, its date and the parts' times in build/test-logs/summary.txt.
 # TEST_BUILD is what the build part makes; fragments add to it what their
 # goals need, so that it is built in parallel up front.
 TEST_BUILD += $(BUILD)/asan/unit-tests $(BUILD)/kvcmp $(TEST_PLUGINS)

@@ -6,6 +6,10 @@
 # differences, the coverage totals), the end of the log of a part that
 # fails, the unit tests' own output, and one closing line:
 #   make test: N passed, M failed in T s (build a s, fuzz-check b s, ...)
+# While the build runs, a progress line about every PROGRESS_SECONDS (20):
+#   ...    build    40 s   123 files compiled so far
+# After a green run, LOG_DIR/summary.txt holds the closing line, the date
+# and each part's time, one per line (a run that fails leaves none).
 #
 # usage: run_tests.sh LOG_DIR BUILD_COMMAND GOAL_COMMAND "GOALS" UNIT_TEST_COMMAND
 # The goals run in one `GOAL_COMMAND --trace GOALS` (a goal that others
@@ -14,11 +18,20 @@
 set -u
 log_dir=$1 build_command=$2 goal_command=$3 goals=$4 unit_command=$5
 mkdir -p "$log_dir"
+rm -f "$log_dir/summary.txt"
 started=$(date +%s)
 passed=0 failed=0 times=""
 
 finish() {
-    echo "make test: $passed passed, $failed failed in $(($(date +%s) - started)) s (${times#, })"
+    local closing="make test: $passed passed, $failed failed in $(($(date +%s) - started)) s (${times#, })"
+    echo "$closing"
+    if [ "$failed" = 0 ]; then
+        {
+            echo "$closing"
+            echo "date: $(date '+%Y-%m-%d %H:%M:%S %z')"
+            echo "${times#, }" | tr ',' '\n' | sed 's/^ *//' | awk '{ printf "%-20s %5s s\n", $1, $2 }'
+        } > "$log_dir/summary.txt"
+    fi
     exit $((failed > 0))
 }
 
@@ -41,8 +54,26 @@ fail() {   # NAME SECONDS LOG RERUN
     finish
 }
 
+# The build's output goes to its log through a reader that counts the
+# files compiled (make prints one "  CC     FILE" or CXX line for each)
+# and prints a progress line when PROGRESS_SECONDS (20) have passed since
+# the last one.  In the foreground, so that ^C stops the build with it.
+progress_seconds=${PROGRESS_SECONDS:-20}
+progress() {   # NAME LOG
+    local line compiled=0 next=$((SECONDS + progress_seconds)) begun=$SECONDS
+    : > "$2"
+    while IFS= read -r line || [ -n "$line" ]; do
+        printf '%s\n' "$line" >> "$2"
+        case $line in "  CC "* | "  CXX "*) compiled=$((compiled + 1)) ;; esac
+        if [ "$SECONDS" -ge "$next" ]; then
+            printf '  ...    %-20s %4s s   %s files compiled so far\n' "$1" $((SECONDS - begun)) "$compiled"
+            next=$((SECONDS + progress_seconds))
+        fi
+    done
+}
+set -o pipefail
 t0=$(date +%s)
-if eval "$build_command" > "$log_dir/build.log" 2>&1; then ok build $(($(date +%s) - t0)) "$log_dir/build.log"
+if eval "$build_command" 2>&1 | progress build "$log_dir/build.log"; then ok build $(($(date +%s) - t0)) "$log_dir/build.log"
 else fail build $(($(date +%s) - t0)) "$log_dir/build.log" "$build_command"; fi
 
 # The goals: each line of make's output stamped with the time, a goal's
