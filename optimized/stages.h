@@ -3,14 +3,25 @@
 #ifndef KVCMP_OPTIMIZED_STAGES_H
 #define KVCMP_OPTIMIZED_STAGES_H
 
+#include <stdint.h>
 #include <omp.h>
 
 #include "kvcmp/kvcmp.h"
 
-/* Below this much work per thread (in nanoseconds of one thread's time,
- * estimated) another thread costs more than it saves: waking a sleeping
- * thread takes microseconds, tens of them on a virtual machine. */
-#define OPT_NANOSECONDS_PER_THREAD 100000.0
+/* How many threads a call pays for.  A stage splits its work over every
+ * thread it is allowed (omp_get_max_threads), but gives each thread at
+ * least this much of its estimated one-thread time: starting a thread
+ * costs a few microseconds (a futex wake under OMP_WAIT_POLICY=passive,
+ * about 6-12 us on a 2-core VM, less where the team still spins), so a
+ * thread with less work than this saves about what it costs.  A minimum
+ * per thread, not a cap: a call of 16 x this much work gets 16 threads.
+ * In a stage's own units (estimates below): 10 us is about 4 closing
+ * tokens of V4 R=4 D=512 (4096 exps each), 1 of R=128 D=128 (16384 exps),
+ * 10 V4.1 R=2 decode tokens (a 4 KiB row, 512 exps and a ring row each),
+ * 200 KB of V4 state rows read and written, or 80 inserted rows.  (The rule before issue 20, one thread per 100 us, was tuned on a
+ * loaded 2-core VM: it kept a V4 decode of 64 requests on 1 thread and a
+ * V4.1 decode on 1 at any core count.) */
+#define OPT_NANOSECONDS_PER_THREAD 10000.0
 /* Estimates of one thread's time, from the bench on a 2-core host. */
 #define OPT_NANOSECONDS_PER_EXP 0.6
 #define OPT_NANOSECONDS_PER_BYTE 0.05
@@ -27,6 +38,36 @@ static inline int opt_threads_for(double nanoseconds) {
     if (opt_nanoseconds_per_thread <= 0) return allowed;
     double useful = nanoseconds / opt_nanoseconds_per_thread;
     return useful < 1 ? 1 : useful < allowed ? (int)useful : allowed;
+}
+
+/* Each stage's one-thread estimate, in nanoseconds, from the counts that
+ * drive its work (tests/optimized check what they give on many cores). */
+/* v4.compress: one exp per channel and window entry, plus the norm, RoPE
+ * and quantised store of each closing token's row. */
+static inline double opt_v4_compress_nanoseconds(int64_t closing_tokens, int32_t ratio, int32_t head_dim) {
+    double window = (ratio == 4 ? 2.0 : 1.0) * ratio;
+    return (double)closing_tokens * (OPT_NANOSECONDS_PER_EXP * window * head_dim + OPT_NANOSECONDS_PER_INSERTED_ROW);
+}
+/* v4.save_partial_states: read kv + score, write the row (4 x coff x D floats). */
+static inline double opt_v4_save_nanoseconds(int64_t tokens, int64_t width) {
+    return OPT_NANOSECONDS_PER_BYTE * (double)tokens * 4.0 * (double)width * 4.0;
+}
+/* v41.save_compress_norm: each row read once, one exp per channel of a
+ * token (R = 2), and the ring rows (at most CAP per request) read and
+ * written once. */
+static inline double opt_v41_norm_nanoseconds(int64_t tokens, int32_t ratio, int64_t ring_rows) {
+    return (double)tokens * (OPT_NANOSECONDS_PER_BYTE * 512.0 * ratio * 4.0 + OPT_NANOSECONDS_PER_EXP * 512.0) +
+           OPT_NANOSECONDS_PER_BYTE * 2.0 * 4096.0 * (double)ring_rows;
+}
+/* The inserts: every token a closing one at most, about 120 ns a row. */
+static inline double opt_v41_insert_nanoseconds(int64_t tokens) { return OPT_NANOSECONDS_PER_INSERTED_ROW * (double)tokens; }
+
+/* Iterations per dynamic chunk for `count` items over `threads`: at
+ * least 8 chunks per thread to even out the load (and for late-waking
+ * threads), at most `largest` items per chunk. */
+static inline int opt_chunk_for(int64_t count, int threads, int largest) {
+    int64_t chunk = count / (8 * (int64_t)threads);
+    return chunk < 1 ? 1 : chunk > largest ? largest : (int)chunk;
 }
 
 int opt_v4_save_partial_states(const kvc_v4_save_args *a, kvc_error *err);

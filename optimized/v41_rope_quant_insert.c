@@ -13,8 +13,10 @@
 int opt_v41_rope_quant_insert(const kvc_v41_insert_args *a, kvc_error *err) {
     int rc = kvc_validate_v41_insert(a, 1, err);
     if (rc) return rc;
-    /* Every token a closing one at most, each row about 120 ns on one thread. */
-    int threads = opt_threads_for(OPT_NANOSECONDS_PER_INSERTED_ROW * (double)a->num_tokens);
+    /* At least ~80 tokens per thread (stages.h).  Bit-identical at any
+     * thread count: each row is written by exactly one thread (section 8
+     * rejects two tokens naming one slot), from inputs no thread writes. */
+    int threads = opt_threads_for(opt_v41_insert_nanoseconds(a->num_tokens));
 #pragma omp parallel for schedule(static) num_threads(threads)
     for (int64_t t = 0; t < a->num_tokens; t++) {
         int64_t slot = a->slot_mapping[t];

@@ -2,7 +2,8 @@
  * reference/v41_save_compress_norm.c.  Every latent row depends only on
  * kv_score rows and ring rows that no part of this stage writes before
  * the ring stores, so tokens are spread over the threads, and the ring
- * rows are stored only after the parallel loop has ended (all reads done). */
+ * rows are stored, by the same team, only after the pooling loop's
+ * barrier (all reads done). */
 #include <string.h>
 
 #include "kvcmp/formats.h"
@@ -68,13 +69,13 @@ static void write_latent(uint16_t *latent_row, const float *pooled, const float 
         _mm256_storeu_si256((__m256i *)(latent_row + d), opt_bf16_from_f32x16(_mm512_loadu_ps(normed + d)));
 }
 
-/* After every pooling read of the call, each request's ring rows. */
+/* Each request's ring rows, spread over the threads of the enclosing
+ * team (an orphaned loop: called outside a parallel region, one thread
+ * stores them all).  Bit-identical at any thread count: each ring row is
+ * copied bit for bit by the one thread that owns its request (no two
+ * requests share a ring block, section 8). */
 static void store_rings(const kvc_v41_norm_args *a) {
-    /* At most cap rows per request are stored, each read and written once. */
-    double rows = a->num_tokens < a->num_requests * a->state_cache.page_rows ? (double)a->num_tokens
-                                                                             : (double)(a->num_requests * a->state_cache.page_rows);
-    int threads = opt_threads_for(OPT_NANOSECONDS_PER_BYTE * 2 * 4096 * rows);
-#pragma omp parallel for schedule(static) num_threads(threads)
+#pragma omp for schedule(static)
     for (int64_t req = 0; req < a->num_requests; req++) kvc_v41_store_ring(a, req);
 }
 
@@ -85,18 +86,30 @@ int opt_v41_save_compress_norm(const kvc_v41_norm_args *a, kvc_error *err) {
     for (int d = 0; d < HEAD_DIM; d += 16)
         _mm512_storeu_ps(weight + d, opt_f32_from_bf16x16(_mm256_loadu_si256((const __m256i *)(a->norm_weight + d))));
     int32_t ratio = a->compress_ratio;
-    /* Each token's row read once, one exp per channel of a closing token (R = 2). */
-    int threads = opt_threads_for((double)a->num_tokens * (OPT_NANOSECONDS_PER_BYTE * HEAD_DIM * ratio * 4 + OPT_NANOSECONDS_PER_EXP * HEAD_DIM));
-#pragma omp parallel for schedule(dynamic, 16) num_threads(threads)
-    for (int64_t t = 0; t < a->num_tokens; t++) {
-        const float *row = a->kv_score + t * (int64_t)HEAD_DIM * ratio;
-        if (t + 2 < a->num_tokens) opt_prefetch_bytes(row + 2 * (int64_t)HEAD_DIM * ratio, (int64_t)HEAD_DIM * ratio * 4);
-        if (a->slot_mapping[t] < 0 || !kvc_is_closing(a->positions[t], ratio)) continue;
-        float pooled[HEAD_DIM];
-        if (ratio == 2) pool_pair(predecessor_row(a, t), row, pooled);
-        write_latent(a->latent + t * HEAD_DIM, ratio == 2 ? pooled : row, weight, a->eps);
+    /* At most CAP ring rows per request are stored. */
+    int64_t ring_rows = ratio != 2 ? 0 : a->num_tokens < a->num_requests * a->state_cache.page_rows ? a->num_tokens
+                                                                                                  : a->num_requests * a->state_cache.page_rows;
+    /* About 10 decode tokens (row, exps and ring row) per thread at least (stages.h). */
+    int threads = opt_threads_for(opt_v41_norm_nanoseconds(a->num_tokens, ratio, ring_rows));
+    int chunk = opt_chunk_for(a->num_tokens, threads, 16);
+    /* One team for the pooling and the ring stores: one thread start per call. */
+#pragma omp parallel num_threads(threads)
+    {
+        /* Bit-identical at any thread count: each latent row is written by
+         * exactly one thread, from rows no thread writes in this loop. */
+#pragma omp for schedule(dynamic, chunk)
+        for (int64_t t = 0; t < a->num_tokens; t++) {
+            const float *row = a->kv_score + t * (int64_t)HEAD_DIM * ratio;
+            if (t + 2 < a->num_tokens) opt_prefetch_bytes(row + 2 * (int64_t)HEAD_DIM * ratio, (int64_t)HEAD_DIM * ratio * 4);
+            if (a->slot_mapping[t] < 0 || !kvc_is_closing(a->positions[t], ratio)) continue;
+            float pooled[HEAD_DIM];
+            if (ratio == 2) pool_pair(predecessor_row(a, t), row, pooled);
+            write_latent(a->latent + t * HEAD_DIM, ratio == 2 ? pooled : row, weight, a->eps);
+        }
+        /* The loop's implicit barrier: every pooling read of the call is
+         * done before the first ring row is stored. */
+        if (ratio == 2) store_rings(a);
     }
-    if (ratio == 2) store_rings(a);
     opt_leave_vector_code();
     return KVC_OK;
 }

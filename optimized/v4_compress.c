@@ -153,40 +153,57 @@ static void finish_token(const kvc_v4_compress_args *a, int64_t t, const float *
     else store_indexer(a, t, normed);
 }
 
-/* Short windows (R = 4: 8 entries) are fetched into L2 one token ahead:
- * their rows sit in shuffled blocks that no hardware prefetcher predicts,
- * and a token's compute is too short to hide the misses otherwise.  Long
- * windows prefetch block by block inside pool_channel_block instead. */
-static void prefetch_window(const kvc_v4_compress_args *a, int64_t t) {
-    if (a->compress_ratio != 4) return;
+/* The next closing token's window, fetched into L2 while this token
+ * computes: its rows sit in shuffled blocks that no hardware prefetcher
+ * predicts.  R = 4 (8 entries x 2 halves of D floats, 32 KiB at most):
+ * the whole window, at this token's start, as a token's compute is too
+ * short to hide the misses otherwise.  R = 128: the first channel block
+ * of its 128 rows (32 KiB), during this token's last block; the later
+ * blocks are fetched block by block inside pool_channel_block.
+ * (Prefetches never fault and change no byte.) */
+static void prefetch_window(const kvc_v4_compress_args *a, int64_t t, int channels) {
     window_rows window;
     gather_window(a, t, &window);
     for (int e = 0; e < window.entries; e++)
-        for (int d = 0; d < a->head_dim; d += 16) {
+        for (int d = 0; d < channels; d += 16) {
             _mm_prefetch((const char *)(window.score[e] + d), _MM_HINT_T1);
             _mm_prefetch((const char *)(window.kv[e] + d), _MM_HINT_T1);
         }
 }
 
-/* Many closing tokens: each thread takes runs of whole tokens (runs of
- * up to 16, at least 8 runs per thread to even out the load). */
+/* Many closing tokens: runs of consecutive closing tokens (up to 16, at
+ * least 8 runs per thread where the count allows) are handed out to the
+ * threads; a thread walks its run in order and prefetches the next
+ * window of its own run.  Bit-identical at any thread count: each token's
+ * row is pooled, normed and stored by exactly one thread, with the
+ * reference's operations in the reference's order. */
 static void compress_by_token(const kvc_v4_compress_args *a, const int64_t *tokens, int64_t count, int threads) {
-    int64_t run = count / (8 * (int64_t)threads);
-    int chunk = run < 1 ? 1 : run > 16 ? 16 : (int)run;
-#pragma omp parallel for schedule(dynamic, chunk) num_threads(threads)
-    for (int64_t i = 0; i < count; i++) {
-        window_rows window;
-        float pooled[MAX_HEAD_DIM];
-        if (i + 1 < count) prefetch_window(a, tokens[i + 1]);
-        gather_window(a, tokens[i], &window);
-        for (int d = 0; d < a->head_dim; d += CHANNEL_BLOCK) pool_channel_block(&window, d, pooled);
-        finish_token(a, tokens[i], pooled);
+    int64_t run = opt_chunk_for(count, threads, 16), runs = (count + run - 1) / run;
+    int whole_window = a->compress_ratio == 4;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+    for (int64_t r = 0; r < runs; r++) {
+        int64_t end = (r + 1) * run < count ? (r + 1) * run : count;
+        for (int64_t i = r * run; i < end; i++) {
+            window_rows window;
+            float pooled[MAX_HEAD_DIM];
+            int has_next = i + 1 < end;
+            if (has_next && whole_window) prefetch_window(a, tokens[i + 1], a->head_dim);
+            gather_window(a, tokens[i], &window);
+            for (int d = 0; d < a->head_dim; d += CHANNEL_BLOCK) {
+                if (has_next && !whole_window && d + CHANNEL_BLOCK == a->head_dim) prefetch_window(a, tokens[i + 1], CHANNEL_BLOCK);
+                pool_channel_block(&window, d, pooled);
+            }
+            finish_token(a, tokens[i], pooled);
+        }
     }
 }
 
 /* Few closing tokens: the (token, channel block) pairs are spread over
  * the threads, pooled rows meet in one scratch array, then each token is
- * normed and stored. */
+ * normed and stored.  Bit-identical at any thread count: each 32-channel
+ * slice of a pooled row is written by exactly one thread (channels are
+ * independent in steps 1-3), and the loop's barrier completes every row
+ * before one thread norms it (step 4's sum in the canonical order). */
 static void compress_by_channel_block(const kvc_v4_compress_args *a, const int64_t *tokens, int64_t count, int threads,
                                       float *pooled_rows) {
     int blocks = a->head_dim / CHANNEL_BLOCK;
@@ -215,9 +232,8 @@ int opt_v4_compress(const kvc_v4_compress_args *a, kvc_error *err) {
     for (int64_t t = 0; t < a->num_tokens; t++)
         if (a->slot_mapping[t] >= 0 && a->kv_slot_mapping[t] >= 0 && kvc_is_closing(a->positions[t], a->compress_ratio))
             tokens[count++] = t;
-    /* One exp per channel and window entry dominates a token's work. */
-    double exps = (double)count * kvc_v4_coff(a->compress_ratio) * a->compress_ratio * a->head_dim;
-    int threads = opt_threads_for(OPT_NANOSECONDS_PER_EXP * exps);
+    /* At least ~4 closing tokens of R = 4 D = 512 per thread (stages.h). */
+    int threads = opt_threads_for(opt_v4_compress_nanoseconds(count, a->compress_ratio, a->head_dim));
     if (count >= (int64_t)TOKENS_PER_THREAD_FOR_TOKEN_PARALLELISM * threads) {
         compress_by_token(a, tokens, count, threads);
     } else if (count > 0) {

@@ -43,8 +43,10 @@ int opt_v4_save_partial_states(const kvc_v4_save_args *a, kvc_error *err) {
     /* width = coff * D is 128, 256, 512 or 1024: whole zmm registers. */
     int64_t width = (int64_t)kvc_v4_coff(a->compress_ratio) * a->head_dim;
     int large_batch = a->num_tokens * 2 * width * 4 > STREAMING_STORE_BYTES;
-    /* Read kv + score, write the row: 4 W floats per token. */
-    int threads = opt_threads_for(OPT_NANOSECONDS_PER_BYTE * (double)a->num_tokens * 4 * (double)width * 4);
+    /* At least ~200 KB of rows read and written per thread (stages.h).
+     * Bit-identical at any thread count: each state row is written by
+     * exactly one thread (section 8 rejects two tokens naming one slot). */
+    int threads = opt_threads_for(opt_v4_save_nanoseconds(a->num_tokens, width));
 #pragma omp parallel num_threads(threads)
     {
 #pragma omp for schedule(static)
