@@ -12,7 +12,7 @@
 # JUnit XML goes to JUNIT_DIR (default build/junit): fuzz-check.xml,
 # fuzz-wrap-reference.xml, mutants.xml, replay-*.xml.  CRITERION_XML=FILE
 # also hands Criterion --xml=FILE for the unit tests, e.g.
-#   make test CRITERION_XML=build/junit/unit-tests.xml
+#     make test CRITERION_XML=build/junit/unit-tests.xml
 
 JUNIT_DIR ?= $(BUILD)/junit
 CRITERION_XML ?=

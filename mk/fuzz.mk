@@ -15,7 +15,7 @@
 #                        (LIBFUZZER_SERIAL=1: without OpenMP, for MemorySanitizer)
 #   make exp-boundaries  rewrites harness/fuzz/exp_boundaries.inc, the exp
 #                        rounding boundaries of the exp_boundary value family,
-#                        with tools/exp_boundaries.c (MPFR; about a minute)
+#                        with tools/exp_boundaries.c (MPFR; under a minute)
 #
 # FUZZ_ARGS adds options to `make fuzz`, e.g. FUZZ_ARGS='--candidate my.so'.
 
