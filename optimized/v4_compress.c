@@ -153,19 +153,19 @@ static void finish_token(const kvc_v4_compress_args *a, int64_t t, const float *
     else store_indexer(a, t, normed);
 }
 
-/* The next closing token's window, fetched into L2 while this token
- * computes: its rows sit in shuffled blocks that no hardware prefetcher
- * predicts.  R = 4 (8 entries x 2 halves of D floats, 32 KiB at most):
- * the whole window, at this token's start, as a token's compute is too
- * short to hide the misses otherwise.  R = 128: the first channel block
- * of its 128 rows (32 KiB), during this token's last block; the later
- * blocks are fetched block by block inside pool_channel_block.
- * (Prefetches never fault and change no byte.) */
-static void prefetch_window(const kvc_v4_compress_args *a, int64_t t, int channels) {
+/* Short windows (R = 4: 8 entries) are fetched into L2 one token ahead:
+ * their rows sit in shuffled blocks that no hardware prefetcher predicts,
+ * and a token's compute is too short to hide the misses otherwise.  Long
+ * windows prefetch block by block inside pool_channel_block instead (a
+ * prefetch of the next R = 128 window's first block, during this token's
+ * last block, measured no faster with the bench on the 2-core host of
+ * issue 20).  Prefetches never fault and change no byte. */
+static void prefetch_window(const kvc_v4_compress_args *a, int64_t t) {
+    if (a->compress_ratio != 4) return;
     window_rows window;
     gather_window(a, t, &window);
     for (int e = 0; e < window.entries; e++)
-        for (int d = 0; d < channels; d += 16) {
+        for (int d = 0; d < a->head_dim; d += 16) {
             _mm_prefetch((const char *)(window.score[e] + d), _MM_HINT_T1);
             _mm_prefetch((const char *)(window.kv[e] + d), _MM_HINT_T1);
         }
@@ -179,20 +179,15 @@ static void prefetch_window(const kvc_v4_compress_args *a, int64_t t, int channe
  * reference's operations in the reference's order. */
 static void compress_by_token(const kvc_v4_compress_args *a, const int64_t *tokens, int64_t count, int threads) {
     int64_t run = opt_chunk_for(count, threads, 16), runs = (count + run - 1) / run;
-    int whole_window = a->compress_ratio == 4;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
     for (int64_t r = 0; r < runs; r++) {
         int64_t end = (r + 1) * run < count ? (r + 1) * run : count;
         for (int64_t i = r * run; i < end; i++) {
             window_rows window;
             float pooled[MAX_HEAD_DIM];
-            int has_next = i + 1 < end;
-            if (has_next && whole_window) prefetch_window(a, tokens[i + 1], a->head_dim);
+            if (i + 1 < end) prefetch_window(a, tokens[i + 1]);
             gather_window(a, tokens[i], &window);
-            for (int d = 0; d < a->head_dim; d += CHANNEL_BLOCK) {
-                if (has_next && !whole_window && d + CHANNEL_BLOCK == a->head_dim) prefetch_window(a, tokens[i + 1], CHANNEL_BLOCK);
-                pool_channel_block(&window, d, pooled);
-            }
+            for (int d = 0; d < a->head_dim; d += CHANNEL_BLOCK) pool_channel_block(&window, d, pooled);
             finish_token(a, tokens[i], pooled);
         }
     }
