@@ -6,7 +6,7 @@
 # differences, the coverage totals), the end of the log of a part that
 # fails, the unit tests' own output, and one closing line:
 #   make test: N passed, M failed in T s (build a s, fuzz-check b s, ...)
-# While the build runs, a progress line about every PROGRESS_SECONDS (20):
+# While the build runs, a progress line every PROGRESS_SECONDS (20):
 #   ...    build    40 s   123 files compiled so far
 # After a green run, LOG_DIR/summary.txt holds the closing line, the date
 # and each part's time, one per line (a run that fails leaves none).
@@ -56,15 +56,28 @@ fail() {   # NAME SECONDS LOG RERUN
 
 # The build's output goes to its log through a reader that counts the
 # files compiled (make prints one "  CC     FILE" or CXX line for each)
-# and prints a progress line when PROGRESS_SECONDS (20) have passed since
-# the last one.  In the foreground, so that ^C stops the build with it.
+# and, every PROGRESS_SECONDS (20), prints how many so far: it waits for
+# input a second at a time, so that the line comes on time even while one
+# long compile prints nothing.  In the foreground, so that ^C stops the
+# build with it.
 progress_seconds=${PROGRESS_SECONDS:-20}
 progress() {   # NAME LOG
-    local line compiled=0 next=$((SECONDS + progress_seconds)) begun=$SECONDS
+    local chunk line pending="" compiled=0 next=$((SECONDS + progress_seconds)) begun=$SECONDS status
     : > "$2"
-    while IFS= read -r line || [ -n "$line" ]; do
-        printf '%s\n' "$line" >> "$2"
-        case $line in "  CC "* | "  CXX "*) compiled=$((compiled + 1)) ;; esac
+    while :; do
+        IFS= read -r -t 1 chunk
+        status=$?
+        if [ $status = 0 ]; then
+            line=$pending$chunk pending=""
+            printf '%s\n' "$line" >> "$2"
+            case $line in "  CC "* | "  CXX "*) compiled=$((compiled + 1)) ;; esac
+        elif [ $status -gt 128 ]; then
+            pending=$pending$chunk   # timed out, perhaps within a line
+        else
+            line=$pending$chunk      # the end of the output
+            [ -n "$line" ] && printf '%s\n' "$line" >> "$2"
+            break
+        fi
         if [ "$SECONDS" -ge "$next" ]; then
             printf '  ...    %-20s %4s s   %s files compiled so far\n' "$1" $((SECONDS - begun)) "$compiled"
             next=$((SECONDS + progress_seconds))
