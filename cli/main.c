@@ -13,6 +13,7 @@ static const struct {
     {"replay", kvc_cmd_replay, "run case directories through an implementation and compare every byte"},
     {"fuzz", kvc_cmd_fuzz, "differential fuzzing of an implementation against the reference"},
     {"gen", kvc_cmd_gen, "write the fuzzer's generated cases as case directories (for outside implementations)"},
+    {"merge", kvc_cmd_merge, "combine the JSON summaries of a campaign's --shard runs into one signature list"},
     {"bench", kvc_cmd_bench, "throughput of the reference and optimized backends"},
     {"report", kvc_cmd_report, "precision and upstream-parity reports"},
 };
