@@ -28,7 +28,7 @@ typedef struct {
 static void usage(FILE *out) {
     fprintf(out,
             "usage: kvcmp report precision [--out DIR] [--cases N] [--seed S] [--impl ref|opt|LIB.so]\n"
-            "       kvcmp report parity [--out DIR] [--outputs OUTPUTS] PATH...\n"
+            "       kvcmp report parity [--out DIR] PATH... [--outputs OUTPUTS]\n"
             "       kvcmp report mutants --limit SECONDS [--json FILE] [--junit FILE] DIR   (see --help there)\n"
             "       kvcmp report [--out DIR] [--cases N] [--seed S] [PATH...]   (both)\n"
             "  precision: the reference against an MPFR oracle on a seeded corpus,\n"
