@@ -2,33 +2,29 @@
 
 Copy this file into your repository's tests/ and set CANDIDATE to your
 kernel's entry point: a callable candidate(case) -> outputs (see
-`python3 -c "import kvcmp; help(kvcmp)"`).  Each stage is one test that
-runs CASES generated cases of a fixed seed; a failure shows the
-classified difference (region, count, largest distance in format steps,
-the first failing element with both sides' bytes), the shrunk case saved
-under SAVE_DIR, and the command that replays it.
+`python -c "import kvcmp; help(kvcmp)"`), named FILE.py:FUNCTION or
+MODULE:FUNCTION; give it a `stages` list to say which stages it offers.
+kvcmp's pytest plugin runs one test per stage the candidate offers; a
+failure shows each failure signature (stage, check, cause), its smallest
+saved case under the test's tmp_path and the __REPRO lines that replay it.
 
-Needs the kvcmp package (PYTHONPATH=<kvcmp>/python, or pip install
---no-build-isolation <kvcmp>/python) and libkvcmp.so (make lib in the
-kvcmp checkout, or KVCMP_LIB=/path/to/libkvcmp.so).  Every setting can
-be overridden from the environment, e.g. KVCMP_CASES=5000 for a nightly.
+Needs the kvcmp package in the interpreter that runs pytest (pip install
+the wheel from `make wheel` into your venv); no environment variable.
+Every setting can be overridden from the environment, e.g.
+KVCMP_CASES=5000 for a nightly.
 """
 import os
 
 import pytest
 
-import kvcmp
-from kvcmp.__main__ import load_candidate
-
-CANDIDATE = os.environ.get("KVCMP_CANDIDATE", "my_kernels:kv_compress")   # module:function
-STAGES = os.environ.get("KVCMP_STAGES", "v4.compress,v41.rope_quant_insert").split(",")
+CANDIDATE = os.environ.get("KVCMP_CANDIDATE", "my_kernels:kv_compress")   # FILE.py:FUNCTION or MODULE:FUNCTION
 CASES = int(os.environ.get("KVCMP_CASES", "200"))
 SEED = int(os.environ.get("KVCMP_SEED", "1"))
 POLICY = os.environ.get("KVCMP_POLICY", "exact")          # or "vllm": upstream's own tolerance
-SAVE_DIR = os.environ.get("KVCMP_SAVE_DIR", "kvcmp-failures")
+INVALID_RATE = os.environ.get("KVCMP_INVALID_RATE")        # per mille of corrupted cases the kernel must reject
 
 
-@pytest.mark.parametrize("stage", STAGES)
-def test_matches_kvcmp_reference(stage):
-    kvcmp.testing.assert_fuzz_passes(load_candidate(CANDIDATE), stages=stage, seed=SEED, cases=CASES, policy=POLICY,
-                                     save_dir=SAVE_DIR, max_failures=3)
+@pytest.mark.kvcmp_candidate(CANDIDATE)
+def test_matches_kvcmp_reference(kvcmp_fuzz, kvcmp_stage):
+    kvcmp_fuzz(CANDIDATE, stages=kvcmp_stage, seed=SEED, cases=CASES, policy=POLICY, max_failures=3,
+               invalid_rate=INVALID_RATE)

@@ -334,7 +334,7 @@ static int fail_call(kvc_error *err, int code, const char *fmt, ...) {
  * validator gives, so that rejecting what the reference rejects passes. */
 typedef int (*validator_fn)(const void *args, kvc_error *err);
 
-static int reply_status(cJSON *reply, const void *args, validator_fn validate, kvc_error *err) {
+static int reply_status(int stage, cJSON *reply, const void *args, validator_fn validate, kvc_error *err) {
     const char *status = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(reply, "status"));
     const char *message = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(reply, "message"));
     const char *class = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(reply, "class"));
@@ -351,7 +351,7 @@ static int reply_status(cJSON *reply, const void *args, validator_fn validate, k
         return fail_call(err, rc, "%.380s", message);
     }
     int code = status && strcmp(status, "device-lost") == 0 ? KVC_ERR_DEVICE_LOST : KVC_ERR_CANDIDATE;
-    return fail_call(err, code, "%.60s: %.320s", class ? class : "error", message);
+    return fail_call(err, code, "%s: %.60s: %.300s", stage_names[stage], class ? class : "error", message);
 }
 
 static int must_restart(cJSON *reply) {
@@ -373,7 +373,7 @@ static int call_worker(int stage, wire_call *c, const void *args, validator_fn v
         if (start_worker(w, error, sizeof error) || hello(w, &offered, error, sizeof error)) {
             end_worker(w, 1);
             cJSON_Delete(c->params);
-            return fail_call(err, KVC_ERR_CRASHED, "no worker: %.380s", error);
+            return fail_call(err, KVC_ERR_CRASHED, "%s: no worker: %.350s", stage_names[stage], error);
         }
     }
     size_t size = 0;
@@ -395,13 +395,13 @@ static int call_worker(int stage, wire_call *c, const void *args, validator_fn v
     if (!line) {
         char how[200];
         describe_end(end_worker(w, 0), how, sizeof how);
-        return fail_call(err, KVC_ERR_CRASHED, "%s", how);
+        return fail_call(err, KVC_ERR_CRASHED, "%s: %s", stage_names[stage], how);
     }
     cJSON *reply = cJSON_Parse(line);
     free(line);
     for (int i = 0; i < c->n; i++)
         if (c->t[i].output && c->t[i].data && c->t[i].bytes) memcpy(c->t[i].data, w->shm + c->t[i].offset, c->t[i].bytes);
-    int rc = reply ? reply_status(reply, args, validate, err)
+    int rc = reply ? reply_status(stage, reply, args, validate, err)
                    : fail_call(err, KVC_ERR_CANDIDATE, "protocol: the Python worker sent a line that is not JSON");
     if (!reply || must_restart(reply)) end_worker(w, 1);
     cJSON_Delete(reply);
@@ -506,6 +506,15 @@ static int py_v41_insert(const kvc_v41_insert_args *a, kvc_error *err, int stage
 
 static int py_v41_quant_insert(const kvc_v41_insert_args *a, kvc_error *err) { return py_v41_insert(a, err, STAGE_QUANT_INSERT); }
 static int py_v41_plain_insert(const kvc_v41_insert_args *a, kvc_error *err) { return py_v41_insert(a, err, STAGE_PLAIN_INSERT); }
+
+void kvc_pyworker_warm_up(void) {
+    worker_process *w = &bridge.w;
+    char error[600];
+    unsigned offered;
+    if (!bridge.spec[0] || (w->pid && w->owner == getpid())) return;
+    if (w->pid) forget_worker(w);
+    if (start_worker(w, error, sizeof error) || hello(w, &offered, error, sizeof error)) end_worker(w, 1);
+}
 
 const kvc_backend *kvc_pyworker_backend(const char *spec, char *error, size_t error_size) {
     if (!spec[0] || !strchr(spec, ':')) {

@@ -35,6 +35,11 @@ void kvc_pyworker_fresh_each_call(int on);
 /* Resident memory of this process's worker, 0 when none runs. */
 int64_t kvc_pyworker_rss_bytes(void);
 
+/* Starts this process's worker now (a no-op without a Python candidate),
+ * so that importing the candidate's framework is not charged to the
+ * first case's --timeout. */
+void kvc_pyworker_warm_up(void);
+
 /* Stops this process's worker (it is started again at the next call). */
 void kvc_pyworker_stop(void);
 

@@ -310,7 +310,8 @@ int kvc_ffi_command(const char *invocation, const char *name, int argc, char **a
     static const struct {
         const char *name;
         int (*run)(int, char **);
-    } commands[] = {{"replay", kvc_cmd_replay}, {"gen", kvc_cmd_gen}, {"report", kvc_cmd_report}, {"bench", kvc_cmd_bench}};
+    } commands[] = {{"replay", kvc_cmd_replay}, {"gen", kvc_cmd_gen}, {"report", kvc_cmd_report}, {"bench", kvc_cmd_bench},
+                    {"merge", kvc_cmd_merge}};
     kvc_set_invocation(invocation);
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         if (strcmp(name, commands[i].name) == 0) return commands[i].run(argc, argv);

@@ -212,6 +212,7 @@ static int outgrew_memory_limit(worker *w, kvc_gen_case *g, int64_t index, messa
     m->outcome = KVC_FUZZ_FAIL;
     m->will_save = !g->history && w->o->save_dir[0];
     snprintf(m->kind, sizeof m->kind, "memory");
+    kvc_fuzz_signature_of_lost(&g->c, "memory", "", &m->signature);
     snprintf(m->detail, sizeof m->detail,
              "the worker's resident memory reached %lld MB after this case (--rss-limit-mb %lld): the candidate leaks or keeps memory; "
              "the worker was replaced",
@@ -332,6 +333,7 @@ static int run_one(worker *w, int64_t index) {
  * after the case that crashed its predecessor. */
 static void worker_main(worker *w, int job, int64_t first_k, volatile int *stop) {
     omp_set_num_threads(w->target.threads);
+    if (w->target.candidate != &kvc_reference_backend) kvc_pyworker_warm_up();
     const fuzz_options *o = w->o;
     if (o->only >= 0) {
         if (job == 0 && run_one(w, o->only)) return;

@@ -107,12 +107,21 @@ static const char *candidate_failure_kind(int status) {
     }
 }
 
+/* "STAGE: CLASS: detail" of an out-of-process candidate's failure. */
+static void split_failure(const char *message, kvc_fuzz_verdict *v) {
+    size_t stage = strcspn(message, ":");
+    snprintf(v->failure_stage, sizeof v->failure_stage, "%.*s", (int)stage, message);
+    const char *rest = message[stage] ? message + stage + 1 : message + stage;
+    rest += strspn(rest, " ");
+    snprintf(v->failure_class, sizeof v->failure_class, "%.*s", (int)strcspn(rest, ":"), rest);
+}
+
 /* A metamorphic re-run that failed on its own (an exception, a crash,
  * a lost device): that failure, not a status that "depends on" the check. */
 static int candidate_failed_alone(const kvc_run_result *r, kvc_fuzz_verdict *v) {
     const char *kind = candidate_failure_kind(r->status);
     if (!kind) return 0;
-    snprintf(v->failure_class, sizeof v->failure_class, "%.*s", (int)strcspn(r->error.message, ":"), r->error.message);
+    split_failure(r->error.message, v);
     fail(v, kind, "%s (on a metamorphic re-run)", r->error.message);
     return 1;
 }
@@ -153,8 +162,7 @@ static kvc_fuzz_outcome compare_runs(const kvc_fuzz_target *t, const kvc_case *c
     char detail[700];
     const char *kind = candidate_failure_kind(cand->status);
     if (kind) {
-        /* Its message starts with the failure's class ("ValueError: ..."). */
-        snprintf(v->failure_class, sizeof v->failure_class, "%.*s", (int)strcspn(cand->error.message, ":"), cand->error.message);
+        split_failure(cand->error.message, v);
         return fail(v, kind, "%s (the reference returned %s)", cand->error.message, kvc_status_name(ref->status));
     }
     if (cand->padding_touched) return fail(v, "padding", "%s", cand->padding_message);

@@ -48,7 +48,8 @@ typedef struct {
     kvc_compare_report report;
     int64_t causes[KVC_CAUSE_COUNT];   /* the causes of the first failing tensor's differences (with report) */
     int reference_status, candidate_status;
-    char failure_class[64];   /* an out-of-process candidate's failure: "ValueError", "signal 6" ... */
+    char failure_stage[40];   /* an out-of-process candidate's failure: the stage it failed in */
+    char failure_class[64];   /* and its class: "ValueError", "signal 6" ... */
 } kvc_fuzz_verdict;
 
 /* 1 when the backend offers at least one stage. */

@@ -31,7 +31,7 @@ static void make_key(kvc_fuzz_signature *s) {
 
 void kvc_fuzz_signature_of(const kvc_case *c, const kvc_fuzz_verdict *v, kvc_fuzz_signature *s) {
     memset(s, 0, sizeof *s);
-    snprintf(s->stage, sizeof s->stage, "%s", blamed_stage(c, v));
+    snprintf(s->stage, sizeof s->stage, "%s", v->failure_stage[0] ? v->failure_stage : blamed_stage(c, v));
     snprintf(s->check, sizeof s->check, "%s", v->kind[0] ? v->kind : "?");
     if (v->failure_class[0]) {
         snprintf(s->cause, sizeof s->cause, "%s", v->failure_class);

@@ -30,8 +30,9 @@ enum kvc_status {
     KVC_ERR_NOMEM = 5,
     KVC_ERR_UNAVAILABLE = 6, /* backend cannot run on this machine */
     /* Only an out-of-process candidate (a Python worker) returns these;
-     * the message starts with the failure's class ("ValueError: ...",
-     * "signal 6: ...") and the fuzzer groups failures by it. */
+     * the message starts with the stage and the failure's class
+     * ("v4.compress: ValueError: ...", "v4.compress: signal 6: ...") and
+     * the fuzzer groups failures by them. */
     KVC_ERR_CANDIDATE = 7,   /* raised an exception or returned bad outputs */
     KVC_ERR_CRASHED = 8,     /* its process died during the call */
     KVC_ERR_DEVICE_LOST = 9, /* its device is unusable (a sticky CUDA error) */

@@ -1,8 +1,7 @@
-"""kvcmp.fuzz and python3 -m kvcmp: a planted one-bit error is found,
-shrunk and saved and its repro line reproduces it; a correct candidate
-passes 1,000 cases of every stage; kvcmp gen + replay --outputs give the
-fuzzer's verdict on the same cases."""
-import io
+"""kvcmp.fuzz and python -m kvcmp on the campaign engine: correct
+candidates pass every stage; a planted one-bit error is found, shrunk,
+saved, and its REPRO lines reproduce it from a shell; kvcmp gen + replay
+--outputs give the fuzzer's verdict on the same cases."""
 import os
 import re
 import subprocess
@@ -11,6 +10,7 @@ import numpy as np
 import pytest
 
 import kvcmp
+from kvcmp.testing import matches_reference, run_candidate
 import candidates
 from conftest import run_python
 
@@ -18,93 +18,79 @@ STAGES = ["v4.save_partial_states", "v4.compress", "v4.forward", "v41.save_compr
           "v41.rope_plain_insert", "v41.forward"]
 
 
-@pytest.mark.parametrize("stage", STAGES)
-def test_correct_candidate_passes_1000_cases(stage):
-    result = kvcmp.fuzz(candidates.correct, stages=stage, seed=7, cases=1000, save_dir=None, quiet=True)
+@pytest.mark.parametrize("candidate", [candidates.correct, candidates.in_place, candidates.through_torch])
+def test_correct_candidates_pass_every_stage(tmp_path, candidate):
+    result = kvcmp.fuzz(candidate, stages=",".join(STAGES), seed=7, cases=300, out=str(tmp_path), quiet=True)
     assert result.ok, result.report()
-    assert result.cases == 1000 and set(v.split("/")[0] for v in result.per_variant) == {stage}
+    assert result.cases == 300 and set(v.split("/")[0] for v in result.per_variant) == set(STAGES)
+    assert result.cases_per_second > 0
 
 
 def test_planted_bit_found_shrunk_saved_and_replayed(tmp_path, kvcmp_bin):
-    out = io.StringIO()
-    save = str(tmp_path / "failures")
     # The planted bit is one bf16 step on a finite value; on a NaN (the
     # bit-pattern families) it would be another NaN payload instead.
     result = kvcmp.fuzz(candidates.rope_bit_flipped_at_position_5, stages="v41.rope_plain_insert/bf16", seed=3, cases=200,
-                        families="normal", save_dir=save, max_failures=1, out=out)
-    text = out.getvalue()
-    assert not result.ok and len(result.failures) == 1, text
-    failure = result.failures[0]
-    assert failure.kind == "bytes" and "RoPE value x1 (max 1 step)" in failure.detail
-    assert failure.tokens_after < failure.tokens_before and failure.tokens_after <= 6, "shrunk to position 5 and little else"
-    assert re.search(r"__REPRO: python3 -m kvcmp fuzz --candidate candidates:rope_bit_flipped_at_position_5 --seed 3 --only \d+", text)
-    replay_line = "python3 -m kvcmp replay --candidate candidates:rope_bit_flipped_at_position_5 --policy exact " + failure.saved
-    assert "__REPRO: " + replay_line in text
-    saved = kvcmp.load_case(failure.saved)
+                        families="normal", out=str(tmp_path), max_failures=1, quiet=True)
+    assert result.exit_code == 1 and len(result.signatures) == 1, result.output
+    s = result.signatures[0]
+    assert (s.stage, s.check) == ("v41.rope_plain_insert", "bytes") and s.saved and s.tokens <= 6, s
+    assert re.search(r"-m kvcmp fuzz --seed 3 --only \d+ --candidate py:\S+candidates.py:rope_bit_flipped_at_position_5", s.first_repro)
+    saved = kvcmp.load_case(s.saved)
     assert saved.meta["failure"] == "bytes" and "kv_cache.out" in saved.tensors
-    # The repro line, run from a shell, reproduces the failure ...
-    run = run_python(replay_line.split()[3:], cwd=str(tmp_path))
-    assert run.returncode == 1, run.stdout + run.stderr
-    assert "FAIL " + failure.saved + ": bytes: RoPE value x1 (max 1 step)" in run.stdout
-    # ... the correct candidate passes the saved case, and so does C's reference replay.
-    run = run_python(["replay", "--candidate", "candidates:correct", failure.saved], cwd=str(tmp_path))
+    for line in (s.first_repro, s.repro):
+        run = subprocess.run(line, shell=True, cwd=str(tmp_path), capture_output=True, text=True)
+        assert run.returncode == 1 and "FAIL" in run.stdout, line + run.stdout + run.stderr
+    # The correct candidate passes the saved case, and so does C's reference replay.
+    run = run_python(["replay", "--candidate", "candidates:correct", s.saved], cwd=str(tmp_path))
     assert run.returncode == 0 and "1 passed, 0 failed" in run.stdout, run.stdout + run.stderr
-    c = subprocess.run([kvcmp_bin, "replay", failure.saved], capture_output=True, text=True)
+    c = subprocess.run([kvcmp_bin, "replay", s.saved], capture_output=True, text=True)
     assert c.returncode == 0, c.stdout
-    # The fuzz repro line regenerates exactly that case.
-    only = re.search(r"--only (\d+)", text).group(1)
-    run = run_python(["fuzz", "--candidate", "candidates:rope_bit_flipped_at_position_5", "--seed", "3", "--only", only,
-                      "--stage", "v41.rope_plain_insert/bf16", "--family", "normal", "--save", ""], cwd=str(tmp_path))
-    assert run.returncode == 1 and "FAIL case %s " % only in run.stdout, run.stdout + run.stderr
 
 
 def test_failure_kinds(tmp_path):
-    result = kvcmp.fuzz(candidates.raises, stages="v41.rope_quant", cases=3, save_dir=str(tmp_path), quiet=True)
-    assert [f.kind for f in result.failures] == ["exception"] * 3
-    assert "ZeroDivisionError: planted" in result.failures[0].detail and result.failures[0].saved
-    result = kvcmp.fuzz(candidates.rejects_everything, stages="v41.rope_quant", cases=2, save_dir=None, quiet=True)
-    assert [f.kind for f in result.failures] == ["rejected"] * 2
+    result = kvcmp.fuzz(candidates.raises, stages="v41.rope_quant", cases=3, out=str(tmp_path), quiet=True)
+    assert [(s.check, s.cause, s.count) for s in result.signatures] == [("exception", "ZeroDivisionError", 3)]
+    result = kvcmp.fuzz(candidates.rejects_everything, stages="v41.rope_quant", cases=2, out=str(tmp_path), quiet=True)
+    assert [(s.check, s.count) for s in result.signatures] == [("status", 2)]
     # Corrupted cases: the reference (and so the correct candidate) rejects
     # most; a candidate that rejects everything fails exactly on the others.
-    result = kvcmp.fuzz(candidates.correct, stages="v41", cases=40, invalid_rate=1000, save_dir=None, quiet=True)
+    result = kvcmp.fuzz(candidates.correct, stages="v41", cases=40, invalid_rate=1000, out=str(tmp_path), quiet=True)
     assert result.ok, result.report()
-    result = kvcmp.fuzz(candidates.rejects_everything, stages="v41", cases=40, invalid_rate=1000, save_dir=None,
-                        max_failures=40, quiet=True)
+    result = kvcmp.fuzz(candidates.rejects_everything, stages="v41", cases=40, invalid_rate=1000, out=str(tmp_path),
+                        max_failures_per_signature=40, quiet=True, geometry_pool=0)
     accepted = []
     for index in range(40):
         case = kvcmp.generate("v41", 1, index, invalid_rate=1000)
+        if case is None:
+            continue
         try:
             kvcmp.reference(case)
             accepted.append(index)
         except kvcmp.Rejected:
             pass
     assert 0 < len(accepted) < 40
-    assert [f.index for f in result.failures] == accepted and all(f.kind == "rejected" for f in result.failures)
-    result = kvcmp.fuzz(candidates.correct, stages="v41.rope_quant", cases=5, save_dir=None, quiet=True)
-    assert result.ok
-    result = kvcmp.fuzz(candidates.writes_padding, stages="v4.compress", cases=2, save_dir=None, quiet=True)
-    assert [f.kind for f in result.failures] == ["padding"] * 2
-    result = kvcmp.fuzz(candidates.correct, stages="v4.save", seconds=0.3, save_dir=None, quiet=True)
+    assert result.failures == len(accepted), result.report()
+    result = kvcmp.fuzz(candidates.writes_padding, stages="v4.compress", cases=2, out=str(tmp_path), quiet=True)
+    assert [(s.check, s.cause, s.count) for s in result.signatures] == [("exception", "PaddingTouched", 2)]
+    result = kvcmp.fuzz(candidates.correct, stages="v4.save", seconds=0.5, out=str(tmp_path), quiet=True)
     assert result.ok and result.cases > 0 and result.cases_per_second > 0
 
 
 def test_command_line_errors(tmp_path):
-    run = run_python(["fuzz", "--candidate", "nocolon"], cwd=str(tmp_path))
-    assert run.returncode != 0 and "--candidate takes module:function" in run.stderr
+    run = run_python(["fuzz", "--candidate", "py:nocolon"], cwd=str(tmp_path))
+    assert run.returncode == 2 and "py:FILE.py:FUNCTION" in run.stderr, run.stderr
     run = run_python(["fuzz", "--candidate", "no_such_module:f"], cwd=str(tmp_path))
-    assert run.returncode != 0 and "cannot import no_such_module" in run.stderr
+    assert run.returncode == 2 and "No module named 'no_such_module'" in run.stderr, run.stderr
     run = run_python(["fuzz", "--candidate", "candidates:nothing"], cwd=str(tmp_path))
-    assert run.returncode != 0 and "has no nothing" in run.stderr
-    run = run_python(["replay", "--candidate", "candidates:correct", str(tmp_path)], cwd=str(tmp_path))
-    assert run.returncode == 1 and "no case directory" in run.stderr
+    assert run.returncode == 2 and "has no attribute nothing" in run.stderr, run.stderr
     run = run_python(["fuzz", "--candidate", "candidates:correct", "--cases", "-3"], cwd=str(tmp_path))
-    assert run.returncode == 2 and "must be >= 0" in run.stderr
+    assert run.returncode == 2 and "--cases" in run.stderr, run.stderr
 
 
 def test_gen_and_replay_outputs_give_the_fuzzers_verdict(tmp_path, kvcmp_bin):
     """Cases from kvcmp gen, run by the planted candidate outside kvcmp
     (outputs written as OUT/CASE/NAME.npy), judged by replay --outputs:
-    the same cases fail as in kvcmp.fuzz on the same seed."""
+    the same cases fail as in the in-process check."""
     seed, count, stage = 11, 40, "v41.save_compress_norm,v41.rope_plain_insert"
     cases_dir, out_dir = tmp_path / "cases", tmp_path / "out"
     gen = subprocess.run([kvcmp_bin, "gen", "--seed", str(seed), "--cases", str(count), "--stage", stage, "--invalid-rate", "0",
@@ -116,17 +102,16 @@ def test_gen_and_replay_outputs_give_the_fuzzers_verdict(tmp_path, kvcmp_bin):
         directory = cases_dir / case.info["name"]
         saved = kvcmp.load_case(str(directory))
         assert all(v.tobytes() == saved.tensors[k].tobytes() for k, v in case.tensors.items()), "gen wrote case %d" % index
-        if kvcmp.check(candidates.last_latent_bit_flipped, case).failed:
+        if not matches_reference(candidates.last_latent_bit_flipped, case):
             expected_failing.add(case.info["name"])
-        outputs = kvcmp.run_candidate(candidates.last_latent_bit_flipped, saved)
+        outputs = run_candidate(candidates.last_latent_bit_flipped, saved)
         os.makedirs(out_dir / case.info["name"])
         for name, value in outputs.items():
             np.save(out_dir / case.info["name"] / (name + ".npy"), value)
+        with open(out_dir / case.info["name"] / "status.json", "w") as f:
+            f.write('{"status": "ran"}\n')
     assert 0 < len(expected_failing) < count
     replay = subprocess.run([kvcmp_bin, "replay", "--outputs", str(out_dir), str(cases_dir)], capture_output=True, text=True)
     failing = set(os.path.basename(m) for m in re.findall(r"^FAIL \[\S+\] (\S+):", replay.stdout, re.M))
     assert failing == expected_failing, replay.stdout
     assert replay.returncode == 1 and "%d passed, %d failed" % (count - len(failing), len(failing)) in replay.stdout
-    fuzzed = kvcmp.fuzz(candidates.last_latent_bit_flipped, stages=stage, seed=seed, cases=count, save_dir=None,
-                        max_failures=count, quiet=True)
-    assert set(f.case.info["name"] for f in fuzzed.failures) == expected_failing

@@ -1,0 +1,40 @@
+"""kvcmp's pytest plugin (registered as the pytest11 entry point "kvcmp";
+without an install, ``pytest -p kvcmp.pytest_plugin``).
+
+* ``kvcmp_fuzz(candidate, **options)``: a fixture that runs a campaign of
+  the engine (kvcmp.fuzz) with its output under the test's ``tmp_path``
+  and fails the test with each failure signature, its smallest saved case
+  and its __REPRO lines.
+* ``@pytest.mark.kvcmp_candidate(candidate)`` with a ``kvcmp_stage``
+  argument: the test runs once per stage the candidate offers (its
+  ``stages`` attribute, else every stage).
+"""
+import pytest
+
+from .fuzzing import fuzz, stages_of
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "kvcmp_candidate(candidate): parametrise kvcmp_stage over the stages the candidate offers")
+
+
+def pytest_generate_tests(metafunc):
+    if "kvcmp_stage" not in metafunc.fixturenames:
+        return
+    marker = metafunc.definition.get_closest_marker("kvcmp_candidate")
+    if marker is None or not marker.args:
+        raise pytest.UsageError("%s takes kvcmp_stage: mark it @pytest.mark.kvcmp_candidate(candidate)" % metafunc.function.__name__)
+    metafunc.parametrize("kvcmp_stage", stages_of(marker.args[0]))
+
+
+@pytest.fixture
+def kvcmp_fuzz(tmp_path):
+    def run(candidate, **options):
+        options.setdefault("out", str(tmp_path / "kvcmp-out"))
+        options.setdefault("quiet", True)
+        summary = fuzz(candidate, **options)
+        if not summary.ok:
+            pytest.fail("the candidate differs from the kvcmp reference:\n%s\n(cases and summary under %s)" % (
+                summary.report(), options["out"]), pytrace=False)
+        return summary
+    return run
