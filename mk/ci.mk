@@ -43,7 +43,10 @@ junit-check: fuzz-check wrap-check mutants-check replay-junit
 	  --replay $(JUNIT_DIR)/replay-candidate.xml $(JUNIT_DIR)/replay-candidate.log \
 	  $(if $(UPSTREAM_FUZZ_DIR),--replay $(JUNIT_DIR)/replay-upstream-fuzz.xml $(JUNIT_DIR)/replay-upstream-fuzz.log)
 
+# tools/workflow_check.py asks build/kvcmp: run from a folder where build
+# is $(BUILD), so that make test BUILD=DIR checks against its own kvcmp.
 workflow-check: $(BUILD)/kvcmp
-	/usr/bin/python3 tools/workflow_check.py examples/ci/*.yml
+	@mkdir -p $(BUILD)/workflow-check && ln -sfn $(abspath $(BUILD)) $(BUILD)/workflow-check/build
+	cd $(BUILD)/workflow-check && /usr/bin/python3 $(CURDIR)/tools/workflow_check.py $(abspath $(wildcard examples/ci/*.yml))
 
 TEST_EXTRA += junit-check workflow-check
