@@ -10,17 +10,21 @@
 
 /* How many threads a call pays for.  A stage splits its work over every
  * thread it is allowed (omp_get_max_threads), but gives each thread at
- * least this much of its estimated one-thread time: starting a thread
- * costs a few microseconds (a futex wake under OMP_WAIT_POLICY=passive,
- * about 6-12 us on a 2-core VM, less where the team still spins), so a
- * thread with less work than this saves about what it costs.  A minimum
- * per thread, not a cap: a call of 16 x this much work gets 16 threads.
- * In a stage's own units (estimates below): 10 us is about 4 closing
- * tokens of V4 R=4 D=512 (4096 exps each), 1 of R=128 D=128 (16384 exps),
- * 10 V4.1 R=2 decode tokens (a 4 KiB row, 512 exps and a ring row each),
- * 200 KB of V4 state rows read and written, or 80 inserted rows.  (The rule before issue 20, one thread per 100 us, was tuned on a
- * loaded 2-core VM: it kept a V4 decode of 64 requests on 1 thread and a
- * V4.1 decode on 1 at any core count.) */
+ * least this much of its estimated one-thread time: starting the team
+ * costs microseconds (on the 2-core VM of issue 20: about 3 us while the
+ * threads still spin, 6-12 us for a futex wake under
+ * OMP_WAIT_POLICY=passive, up to ~60 us after a pause on a loaded host),
+ * so a thread with less work than this saves about what it costs.  A
+ * minimum per thread, not a cap: a call of 16 x this much work gets 16
+ * threads.  In a stage's own units (estimates below): 10 us is about 4
+ * closing tokens of V4 R=4 D=512 (4096 exps each), 1 of R=128 D=128
+ * (16384 exps), 10 V4.1 R=2 decode tokens (a 4 KiB row, 512 exps and a
+ * ring row each), 200 KB of V4 state rows read and written, or 80
+ * inserted rows.  The rule before issue 20, one thread per 100 us, was
+ * tuned on a loaded 2-core VM and kept a V4 decode of 64 requests and a
+ * V4.1 decode on one thread at any core count.  The rule does not look
+ * at the host's load: where other jobs hold the cores, a second thread
+ * waits for one, and a decode call is faster on one thread. */
 #define OPT_NANOSECONDS_PER_THREAD 10000.0
 /* Estimates of one thread's time, from the bench on a 2-core host. */
 #define OPT_NANOSECONDS_PER_EXP 0.6
