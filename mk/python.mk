@@ -16,3 +16,56 @@ python-check: lib $(BUILD)/kvcmp
 	  PYTHONPATH=$(abspath python) PYTHONDONTWRITEBYTECODE=1 $(PYTHON) -m pytest -q -p no:cacheprovider tests/python
 
 TEST_EXTRA += python-check
+
+# The wheel (issue 19): the package with its libkvcmp.so inside, so that
+# `pip install` into a venv needs no KVCMP_LIB.  Built offline with the
+# interpreter's own setuptools (--no-build-isolation).
+#
+#   make wheel          build/wheel/kvcmp-VERSION-py3-none-any.whl
+#   make wheel-check    a venv (--system-site-packages, Debian's numpy and
+#                       torch) with the wheel: import kvcmp, python -m kvcmp
+#                       fuzz and the pytest plugin with no environment
+#                       variable set; part of make test
+WHEEL_DIR := $(BUILD)/wheel
+.PHONY: wheel wheel-check
+wheel: $(BUILD)/libkvcmp.so
+	$(Q)rm -rf $(WHEEL_DIR) && mkdir -p $(WHEEL_DIR)/src
+	$(Q)cp -r python/pyproject.toml python/kvcmp $(WHEEL_DIR)/src/ && rm -rf $(WHEEL_DIR)/src/kvcmp/__pycache__
+	$(Q)cp -L $(BUILD)/libkvcmp.so $(WHEEL_DIR)/src/kvcmp/libkvcmp.so
+	$(Q)cd $(WHEEL_DIR) && $(PYTHON) -m pip wheel -q --no-build-isolation --no-deps -w . ./src > pip.log 2>&1 || { cat pip.log; exit 1; }
+	@echo "wheel: $$(ls $(WHEEL_DIR)/*.whl) (pip install it into a venv: README, Python)"
+
+wheel-check: wheel
+	$(Q)env -u KVCMP_LIB -u KVCMP_PYTHON -u PYTHONPATH bash tools/wheel_check.sh $(PYTHON) $(abspath $(WHEEL_DIR)) $(abspath tests/python/candidates.py)
+
+TEST_EXTRA += wheel-check
+
+# make install also installs the package's sources under
+# PREFIX/share/kvcmp/python: the installed kvcmp command starts its Python
+# workers with them (harness/backends/pyworker.c finds them beside bin/).
+INSTALL_PYTHON := $(DESTDIR)$(PREFIX)/share/kvcmp/python/kvcmp
+.PHONY: install-python uninstall-python
+install: install-python
+uninstall: uninstall-python
+# The conformance corpus (fixtures/spec-cases) goes to
+# PREFIX/share/kvcmp/conformance: `kvcmp replay --conformance` replays it.
+INSTALL_SHARE := $(DESTDIR)$(PREFIX)/share/kvcmp
+install-python:
+	$(Q)install -d $(INSTALL_PYTHON)
+	$(Q)install -m 644 python/kvcmp/*.py $(INSTALL_PYTHON)/
+	$(Q)rm -rf $(INSTALL_SHARE)/conformance && mkdir -p $(INSTALL_SHARE)/conformance && cp -r fixtures/spec-cases/. $(INSTALL_SHARE)/conformance/
+uninstall-python:
+	$(Q)rm -f $(addprefix $(INSTALL_PYTHON)/,$(notdir $(wildcard python/kvcmp/*.py)))
+	$(Q)rm -rf $(INSTALL_SHARE)/conformance
+	$(Q)rmdir $(INSTALL_PYTHON) $(dir $(INSTALL_PYTHON)) $(INSTALL_SHARE) 2>/dev/null || true
+
+#   make kernel-repo-check   kvcmp installed from this checkout into a
+#                            temporary kernel repository with a C, a C++
+#                            and a Python candidate and its own regressions,
+#                            driven by the commands of action.yml (part of
+#                            make test)
+.PHONY: kernel-repo-check
+kernel-repo-check: lib $(BUILD)/kvcmp
+	$(Q)bash tools/kernel_repo_check.sh $(BUILD) $(PYTHON)
+
+TEST_EXTRA += kernel-repo-check

@@ -13,9 +13,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "harness/options/options.h"
 #include "kvcmp/case.h"
 #include "kvcmp/generate.h"
 #include "kvcmp/run.h"
+
+/* The tests run kvcmp's commands in-process: their __REPRO lines read as
+ * from the checkout's command, as cli/main.c names it. */
+__attribute__((constructor)) static void support_invocation(void) { kvc_set_invocation("build/kvcmp"); }
 
 /* ---- captured output ---------------------------------------------------- */
 

@@ -66,7 +66,7 @@ typedef struct {
     const char *candidate_name;
     const char *json_path;
     const char *out_dir;
-    char command[300];           /* how __REPRO lines run kvcmp, with KVCMP_PYTHON=... for a py: candidate */
+    char command[700];           /* how __REPRO lines run kvcmp, with KVCMP_PYTHON=... for a py: candidate */
     const char *junit_path;
     const char *stage_list;
     const char *family_list;
@@ -565,10 +565,10 @@ static void print_summary(campaign *c, double elapsed) {
     kvc_signature_list_print(stdout, &c->signatures);
     if (!c->failures) return;
     printf("fuzz: %d distinct failure%s, each listed above with the command that regenerates its first case and the one that "
-           "replays its smallest saved case; shrunk cases are under %s (replay them with %s replay --impl %s DIR)\n",
-           c->signatures.count, c->signatures.count == 1 ? "" : "s", c->o->save_dir[0] ? c->o->save_dir : "(not saved: --save was empty)",
-           c->o->command, c->o->candidate_name);
-    if (!c->o->save_dir[0]) return;
+           "replays its smallest saved case; shrunk cases are under %s (each replayed by the __REPRO line of its signature)\n",
+           c->signatures.count, c->signatures.count == 1 ? "" : "s", c->o->save_dir[0] ? c->o->save_dir : "(not saved: --save was empty)");
+    /* A folder the user named is already where they keep cases. */
+    if (!c->o->save_dir[0] || c->o->save_dir != c->o->default_save_dir) return;
     const char *example = NULL;
     for (int i = 0; i < c->num_failures_listed && !example; i++)
         if (c->failures_list[i].saved[0] && c->failures_list[i].saved[0] != '(') example = c->failures_list[i].saved;
@@ -729,8 +729,7 @@ static const kvc_backend *pick_candidate(fuzz_options *o, const char **label, in
     *self_check = 0;
     if (o->candidate_name) {
         const kvc_backend *b = kvc_backend_by_name(o->candidate_name, error, sizeof error);
-        if (!b) fprintf(stderr, "kvcmp fuzz: --candidate %s: %s (pass ref, opt, a path to a candidate .so or py:FILE.py:FUNCTION)\n",
-                        o->candidate_name, error);
+        if (!b) fprintf(stderr, "kvcmp fuzz: %s (--candidate)\n", error);
         *label = o->candidate_name;
         return b;
     }
@@ -1150,9 +1149,9 @@ static int run_campaign(fuzz_options *o, const kvc_backend *candidate, const cha
     kvc_signature_claims *claims = mmap(NULL, sizeof *claims, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (claims == MAP_FAILED) { perror("kvcmp fuzz: mmap"); munmap((void *)stop, 4096); return 2; }
     if (!o->quiet) {
-        fprintf(stderr, "kvcmp fuzz: seed %llu, candidate %s, policy %s, %d jobs x %s threads, shard %d/%d, out %s\n",
-                (unsigned long long)o->seed, label, policy_name(o->policy), o->jobs, o->threads_given ? "fixed" : "1-8",
-                o->shard_index, o->shard_count, o->out_dir);
+        fprintf(stderr, "kvcmp fuzz: seed %llu, candidate %s, policy %s, %d jobs x %d threads, shard %d/%d, out %s\n",
+                (unsigned long long)o->seed, label, policy_name(o->policy), o->jobs, o->threads, o->shard_index, o->shard_count,
+                o->out_dir);
         if (o->only >= 0) fprintf(stderr, "kvcmp fuzz: running case %lld only\n", (long long)o->only);
         else if (o->cases >= 0) fprintf(stderr, "kvcmp fuzz: running %lld cases\n", (long long)o->cases);
         else fprintf(stderr, "kvcmp fuzz: running for %.0f s\n", o->seconds);

@@ -118,6 +118,6 @@ int kvc_cmd_gen(int argc, char **argv) {
            "(kvcmp fuzz --seed %llu runs them)\n",
            (long long)t.written, o.out_dir, (long long)t.must_reject, (long long)t.history, (unsigned long long)o.seed);
     printf("gen: run your implementation on each case, write its outputs as OUT/CASE/NAME.npy, then: "
-           "build/kvcmp replay --outputs OUT %s\n", o.out_dir);
+           "%s replay --outputs OUT %s\n", kvc_invocation(), o.out_dir);
     return 0;
 }

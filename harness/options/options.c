@@ -189,6 +189,7 @@ int kvc_parse_command_line(const kvc_command_line *line, int argc, char **argv, 
 static char invocation[512] = "kvcmp";
 
 void kvc_set_invocation(const char *command) {
+    if (command == invocation) return;
     snprintf(invocation, sizeof invocation, "%s", command && command[0] ? command : "kvcmp");
 }
 

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fts.h>
 #include <omp.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include "kvcmp/validate.h"
 #include "kvcmp/backends.h"
 #include "harness/options/options.h"
+#include "harness/backends/pyworker.h"
 #include "harness/fuzz/run.h"
 #include "harness/replay/known.h"
 #include "kvcmp/generate.h"
@@ -324,14 +326,24 @@ static void count_verdict(kvc_replay_totals *totals, const char *label, int verd
     else { totals->passed++; tally->passed++; }
 }
 
+/* "KVCMP_PYTHON=... " before a command that runs a py: candidate, so the
+ * line runs the interpreter this one did. */
+static const char *python_prefix(const char *impl) {
+    static char prefix[600];
+    if (strncmp(impl, "py:", 3) != 0) return "";
+    snprintf(prefix, sizeof prefix, "KVCMP_PYTHON=%s ", kvc_pyworker_python());
+    return prefix;
+}
+
 static void replay_repro(const kvc_replay_options *options, const char *dir, char *repro, size_t size) {
     if (options->outputs_dir)
-        snprintf(repro, size, "build/kvcmp replay --outputs %s --policy %s %s", options->outputs_dir, policy_name(options->policy), dir);
+        snprintf(repro, size, "%s replay --outputs %s --policy %s %s", kvc_invocation(), options->outputs_dir, policy_name(options->policy),
+                 dir);
     else {
         char padding[48] = "";
         if (options->page_padding) snprintf(padding, sizeof padding, " --page-padding %lld", (long long)options->page_padding);
-        snprintf(repro, size, "build/kvcmp replay --impl %s --policy %s%s %s", options->impl_name, policy_name(options->policy), padding,
-                 dir);
+        snprintf(repro, size, "%s%s replay --impl %s --policy %s%s %s", python_prefix(options->impl_name), kvc_invocation(),
+                 options->impl_name, policy_name(options->policy), padding, dir);
     }
 }
 
@@ -435,11 +447,14 @@ static int replay_case_isolated(const char *dir, const kvc_replay_options *optio
 
 static void usage(FILE *out) {
     fprintf(out,
-            "usage: kvcmp replay [--impl ref|opt|LIB.so] [--policy exact|vllm] [--page-padding BYTES] [--stage LIST]\n"
-            "                    [--timeout SECONDS] [--rss-limit-mb MB] [--junit FILE] [--quiet] PATH...\n"
+            "usage: kvcmp replay [--impl ref|opt|LIB.so|py:FILE.py:FUNCTION] [--policy exact|vllm] [--page-padding BYTES]\n"
+            "                    [--stage LIST] [--timeout SECONDS] [--rss-limit-mb MB] [--junit FILE] [--quiet]\n"
+            "                    [--conformance] PATH...\n"
             "       kvcmp replay --outputs DIR [--policy exact|vllm] [--junit FILE] [--quiet] PATH...\n"
             "  PATH is a case directory (with case.json) or a tree of them; options may also follow\n"
-            "  the paths, and every argument after -- is a path.\n"
+            "  the paths, and every argument after -- is a path.  --conformance adds the conformance\n"
+            "  corpus (SPEC.md's cases: share/kvcmp/conformance of an install, fixtures/spec-cases of a\n"
+            "  checkout).\n"
             "  --outputs DIR: the outputs of an implementation that ran elsewhere, output NAME of case\n"
             "  directory .../CASE in DIR/CASE/NAME.npy (a case directory holding NAME.got.npy files is\n"
             "  compared the same way without --outputs); the reference runs on the case's inputs and\n"
@@ -489,12 +504,33 @@ static int write_junit(kvc_replay_options *options, char **paths, int num_paths)
     return rc;
 }
 
+/* The conformance corpus (SPEC.md's cases): PREFIX/share/kvcmp/conformance
+ * beside an installed kvcmp, fixtures/spec-cases beside a checkout's
+ * build/kvcmp. */
+static int conformance_dir(char *out, size_t size) {
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) return -1;
+    exe[n] = 0;
+    char *slash = strrchr(exe, '/');
+    if (!slash) return -1;
+    *slash = 0;
+    const char *candidates[] = {"%s/../share/kvcmp/conformance", "%s/../fixtures/spec-cases"};
+    for (size_t i = 0; i < sizeof candidates / sizeof *candidates; i++) {
+        snprintf(out, size, candidates[i], exe);
+        if (access(out, R_OK) == 0) return 0;
+    }
+    return -1;
+}
+
 int kvc_cmd_replay(int argc, char **argv) {
     kvc_replay_options options = {.impl_name = "ref", .policy = KVC_POLICY_EXACT, .timeout_seconds = KVC_DEFAULT_TIMEOUT_SECONDS,
                                   .rss_limit_mb = KVC_DEFAULT_RSS_LIMIT_MB};
     const char *stage_list = NULL;
+    int conformance = 0;
     const kvc_option table[] = {
         {"impl", KVC_OPT_STRING, .target = &options.impl_name},
+        {"conformance", KVC_OPT_FLAG, .target = &conformance},
         {"outputs", KVC_OPT_STRING, .target = &options.outputs_dir},
         {"policy", KVC_OPT_CUSTOM, .target = &options.policy, .parse = kvc_option_policy},
         {"page-padding", KVC_OPT_CUSTOM, .target = &options.page_padding, .parse = parse_page_padding},
@@ -512,6 +548,13 @@ int kvc_cmd_replay(int argc, char **argv) {
     char *paths[argc + 1];
     int num_paths = 0, status = kvc_parse_command_line(&line, argc, argv, paths, &num_paths);
     if (status) return status == KVC_OPTIONS_HELP ? 0 : status;
+    char conformance_path[PATH_MAX + 64];
+    if (conformance) {
+        if (conformance_dir(conformance_path, sizeof conformance_path))
+            return kvc_usage_error(&line, "--conformance: no conformance corpus beside this kvcmp (share/kvcmp/conformance of an "
+                                          "install, fixtures/spec-cases of a checkout)");
+        paths[num_paths++] = conformance_path;
+    }
     if (num_paths == 0) return kvc_usage_error(&line, "no PATH to replay");
     if (stage_list) {
         char bad[128];

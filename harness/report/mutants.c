@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/options/options.h"
 #include "harness/report/junit.h"
 #include "harness/report/report.h"
 #include "harness/report/run_info.h"
@@ -118,7 +119,7 @@ static cJSON *verdicts_json(const mutant_options *o, const mutant_verdict *v, in
 }
 
 static void repro_line(const mutant_options *o, const mutant_verdict *v, char *out, size_t size) {
-    snprintf(out, size, "build/kvcmp fuzz --candidate %s/%s.so --seed %s --seconds %g", o->dir, v->name, v->seed, o->limit);
+    snprintf(out, size, "%s fuzz --candidate %s/%s.so --seed %s --seconds %g", kvc_invocation(), o->dir, v->name, v->seed, o->limit);
 }
 
 static int write_junit(const mutant_options *o, const mutant_verdict *v, int count, const cJSON *run) {

@@ -92,7 +92,7 @@ Test(saving, campaigns_never_overwrite_each_others_cases, .timeout = 60) {
         cr_expect_eq(run.status, 1, "%s", run.err);
         /* Each saved path is printed after "saved to", then its replay __REPRO. */
         if (i == 1)
-            cr_expect_eq(count_of(run.out, "-2\n  __REPRO: build/kvcmp replay "), 2, "the second campaign's cases are not NAME-2:\n%s", run.out);
+            cr_expect_eq(count_of(run.out, "-2\n  __REPRO: /"), 2, "the second campaign's cases are not NAME-2:\n%s", run.out);
         free_child_run(&run);
     }
     int hidden;

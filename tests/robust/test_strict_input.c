@@ -165,7 +165,7 @@ static void expect_case_json_refused(const char *params, const char *needle) {
 }
 
 Test(case_input, case_json_fields_are_type_checked) {
-    expect_case_json_refused("\"params\": {\"compress_ratio\": 1, \"eps\": \"big\"}", "params.eps must be a number, found a string");
+    expect_case_json_refused("\"params\": {\"compress_ratio\": 1, \"eps\": \"big\"}", "params.eps must be a number or one of \"nan\", \"-nan\", \"inf\", \"-inf\", found \"big\"");
     expect_case_json_refused("\"params\": {\"compress_ratio\": 1, \"cache_dtype\": 7}", "params.cache_dtype must be a string");
     expect_case_json_refused("\"params\": {\"compress_ratio\": 1, \"head_dim\": \"512\"}", "params.head_dim must be a number, found a string");
     expect_case_json_refused("\"params\": {\"compress_ratio\": true}", "params.compress_ratio must be a number, found a boolean");
