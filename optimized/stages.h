@@ -4,6 +4,7 @@
 #define KVCMP_OPTIMIZED_STAGES_H
 
 #include <stdint.h>
+#include <math.h>
 #include <omp.h>
 
 #include "kvcmp/kvcmp.h"
@@ -26,6 +27,13 @@
  * at the host's load: where other jobs hold the cores, a second thread
  * waits for one, and a decode call is faster on one thread. */
 #define OPT_NANOSECONDS_PER_THREAD 10000.0
+/* Starting a team is not free per call but per thread: under
+ * OMP_WAIT_POLICY=passive the master wakes the threads one by one, so a
+ * call of one-thread time W on n threads takes about W / n + c n, least
+ * at n = sqrt(W / c).  Measured on a 16-core Xeon (2026-12-02, passive):
+ * a 64-request V4 decode took 0.31 ms on 1 thread, 0.12-0.14 on 4,
+ * 0.17-0.18 on 8 and 0.48-0.62 on 16; c = 5 us puts it at 5 threads. */
+#define OPT_NANOSECONDS_PER_WAKE 5000.0
 /* Estimates of one thread's time, from the bench on a 2-core host. */
 #define OPT_NANOSECONDS_PER_EXP 0.6
 #define OPT_NANOSECONDS_PER_BYTE 0.05
@@ -41,6 +49,8 @@ static inline int opt_threads_for(double nanoseconds) {
     int allowed = omp_get_max_threads();
     if (opt_nanoseconds_per_thread <= 0) return allowed;
     double useful = nanoseconds / opt_nanoseconds_per_thread;
+    double woken = sqrt(nanoseconds * (opt_nanoseconds_per_thread / OPT_NANOSECONDS_PER_THREAD) / OPT_NANOSECONDS_PER_WAKE);
+    if (woken < useful) useful = woken;
     return useful < 1 ? 1 : useful < allowed ? (int)useful : allowed;
 }
 

@@ -62,7 +62,7 @@ done < repros
 saved=$(find red/failures -name case.json | head -n 1)
 [ -n "$saved" ] || fail "the red campaign saved no case under red/failures"
 cp -r "$(dirname "$saved")" regressions/
-kvcmp replay --impl py:src/py_kernels.py:correct --junit out-regressions.xml regressions > replay.log 2>&1 \
+KVCMP_PYTHON=$python kvcmp replay --impl py:src/py_kernels.py:correct --junit out-regressions.xml regressions > replay.log 2>&1 \
     || { cat replay.log; fail "the regression does not pass with the correct kernel"; }
 if KVCMP_PYTHON=$python kvcmp replay --impl py:src/py_kernels.py:last_latent_bit_flipped regressions > replay-red.log 2>&1; then
     cat replay-red.log; fail "the regression passes with the buggy kernel"

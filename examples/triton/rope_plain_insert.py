@@ -42,6 +42,13 @@ def _widen(bits):
 
 
 @triton.jit
+def _negate(x):
+    """-x on the sign bit: the compiler may lower a plain -x to 0 - x, which
+    turns -(+0) into +0 (kvcmp found that as a signed-zero RoPE value)."""
+    return (x.to(tl.uint32, bitcast=True) ^ 0x80000000).to(tl.float32, bitcast=True)
+
+
+@triton.jit
 def _rope_plain_insert_bf16(latent, positions, slots, cos_sin, cache, R: tl.constexpr, PAGE_ROWS: tl.constexpr,
                             PAGE_STRIDE: tl.constexpr):
     t = tl.program_id(0)
@@ -59,7 +66,7 @@ def _rope_plain_insert_bf16(latent, positions, slots, cos_sin, cache, R: tl.cons
         xe = _widen(tl.load(latent + t * 512 + 448 + 2 * i))
         xo = _widen(tl.load(latent + t * 512 + 449 + 2 * i))
         # Step 7: x_e' = fma(x_e, c, -(x_o * s)); x_o' = fma(x_o, c, x_e * s).
-        ye = tl.fma(xe, c, -(xo * s))
+        ye = tl.fma(xe, c, _negate(xo * s))
         yo = tl.fma(xo, c, xe * s)
         tl.store(row + 448 + 2 * i, _bf16_bits(ye).to(tl.int16))
         tl.store(row + 449 + 2 * i, _bf16_bits(yo).to(tl.int16))

@@ -198,8 +198,7 @@ static char *read_line(worker_process *w, double timeout_s) {
 static void describe_end(int status, char *out, size_t size) {
     if (WIFSIGNALED(status)) snprintf(out, size, "signal %d: the Python worker was killed by signal %d (%s)", WTERMSIG(status),
                                       WTERMSIG(status), strsignal(WTERMSIG(status)));
-    else snprintf(out, size, "exit status %d: the Python worker exited with status %d during the call", WEXITSTATUS(status),
-                  WEXITSTATUS(status));
+    else snprintf(out, size, "exit status %d: the Python worker exited with status %d", WEXITSTATUS(status), WEXITSTATUS(status));
 }
 
 /* The handshake: the stages the candidate offers (a bit per stage). */
@@ -217,7 +216,8 @@ static int hello(worker_process *w, unsigned *offered, char *error, size_t size)
         int status = end_worker(w, 1);
         char how[200];
         describe_end(status, how, sizeof how);
-        snprintf(error, size, "the Python worker (%s -m kvcmp._worker) ended before it said hello (%s); run it by hand to see why",
+        snprintf(error, size, "the Python worker (%s -m kvcmp._worker) ended before it said hello (%s; its error is above): "
+                 "the interpreter needs numpy and the kvcmp package; name one that has them with --python or KVCMP_PYTHON",
                  kvc_pyworker_python(), how);
         rc = -1;
     } else {

@@ -413,6 +413,7 @@ static void repro_fuzz(const campaign *c, int64_t index, char *out, size_t size)
     if (o->metamorphic_per_mille != DEFAULT_METAMORPHIC_PER_MILLE && n < (int)size)
         n += snprintf(out + n, size - (size_t)n, " --metamorphic-rate %d", o->metamorphic_per_mille);
     if (o->geometry_pool && n < (int)size) n += snprintf(out + n, size - (size_t)n, " --geometry-pool %d", o->geometry_pool);
+    if (strcmp(o->out_dir, "kvcmp-out") != 0 && n < (int)size) n += snprintf(out + n, size - (size_t)n, " --out %s", o->out_dir);
     if (o->stage_list && n < (int)size) n += snprintf(out + n, size - (size_t)n, " --stage %s", o->stage_list);
     if (o->family_list && n < (int)size) n += snprintf(out + n, size - (size_t)n, " --family %s", o->family_list);
     if (o->limits.timeout_seconds != KVC_DEFAULT_TIMEOUT_SECONDS && n < (int)size)

@@ -817,26 +817,29 @@ Test(optimized, saves_and_inserts_at_many_thread_counts, .timeout = 240) {
 }
 
 /* The rule that picks a call's thread count (stages.h), on a 16-core
- * host: every stage with the work gets every thread; a call too small
- * to pay for a second thread stays on one.  (Issue 20: the rule tuned on
- * 2 cores kept a 64-request decode on 1 thread at any core count.) */
+ * host: every prefill gets (nearly) every thread; a decode gets the few
+ * that its wake-up cost pays for (the 16-core Xeon measured its best at
+ * 4-8 threads, and 16 slower than 1); a call too small to pay for a
+ * second thread stays on one.  (Issue 20: the rule tuned on 2 cores kept
+ * a 64-request decode on 1 thread at any core count.) */
 Test(optimized, many_cores_get_every_thread_when_the_work_pays) {
     optimized();
     double saved = kvc_optimized_thread_work();
     kvc_optimized_set_thread_work(OPT_NANOSECONDS_PER_THREAD);
     omp_set_num_threads(16);
     /* V4 decode, 64 requests x 1 closing token, and its save (64 rows). */
-    cr_expect_eq(opt_threads_for(opt_v4_compress_nanoseconds(64, 4, 512)), 16);
-    cr_expect_geq(opt_threads_for(opt_v4_save_nanoseconds(64, 2 * 512)), 4);
+    int decode = opt_threads_for(opt_v4_compress_nanoseconds(64, 4, 512));
+    cr_expect(decode >= 4 && decode <= 8, "a 64-request V4 decode gets %d threads", decode);
+    cr_expect_geq(opt_threads_for(opt_v4_save_nanoseconds(64, 2 * 512)), 2);
     /* The prefill scenarios of the bench: 8192 tokens. */
     cr_expect_eq(opt_threads_for(opt_v4_compress_nanoseconds(8192 / 128, 128, 512)), 16);
     cr_expect_eq(opt_threads_for(opt_v4_compress_nanoseconds(8192 / 4, 4, 512)), 16);
     cr_expect_eq(opt_threads_for(opt_v4_compress_nanoseconds(8192 / 4, 4, 128)), 16);
     cr_expect_eq(opt_threads_for(opt_v4_save_nanoseconds(8192, 2 * 512)), 16);
     cr_expect_eq(opt_threads_for(opt_v41_norm_nanoseconds(8192, 2, 8)), 16);
-    cr_expect_eq(opt_threads_for(opt_v41_insert_nanoseconds(8192)), 16);
+    cr_expect_geq(opt_threads_for(opt_v41_insert_nanoseconds(8192)), 12);
     /* V4.1 decode, 64 requests x 1 token with their ring rows. */
-    cr_expect_geq(opt_threads_for(opt_v41_norm_nanoseconds(64, 2, 64)), 4);
+    cr_expect_geq(opt_threads_for(opt_v41_norm_nanoseconds(64, 2, 64)), 2);
     /* One closing token of R = 4: a few microseconds, one thread. */
     cr_expect_eq(opt_threads_for(opt_v4_compress_nanoseconds(1, 4, 512)), 1);
     cr_expect_eq(opt_threads_for(opt_v41_insert_nanoseconds(2)), 1);
