@@ -13,7 +13,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "kvcmp/backends.h"
 #include "harness/options/options.h"
@@ -23,13 +26,13 @@
 
 #define DEFAULT_RUNS 15
 #define DEFAULT_REFERENCE_RUNS 5
-#define MIN_STREAM_BYTES ((size_t)1 << 20)
+#define MIN_STREAM_BYTES BENCH_MIN_STREAM_BYTES
 #define DRAM_PASSES 3
 #define RESIDENT_PASSES 5
 #define EXP_PASSES 7
 
 typedef struct {
-    const char *json_path;
+    const char *json_path, *csv_path;
     int num_only;
     const char *only[BENCH_MAX_SCENARIOS];   /* --scenario; none: all */
     int runs, reference_runs;
@@ -45,17 +48,20 @@ typedef struct {
 static void usage(FILE *out) {
     fprintf(out,
             "usage: kvcmp bench [--candidate LIB.so]... [--threads LIST] [--scenario NAME]... [--runs N] [--reference-runs N]\n"
-            "                   [--json FILE] [--huge-pages] [--stream-bytes BYTES]\n"
+            "                   [--json FILE] [--csv FILE] [--huge-pages] [--stream-bytes BYTES]\n"
             "  --candidate LIB.so   also time this plug-in (repeatable, at most %d; see include/kvcmp/plugin.h)\n"
             "  --threads LIST       thread counts, e.g. 1,2,4 (default: 1 and the number of processors)\n"
             "  --scenario NAME      only this scenario (repeatable; default: all)\n"
             "  --runs N             timed runs per implementation and thread count, after one warm-up (default %d, 1..%d)\n"
             "  --reference-runs N   timed runs of the reference, at 1 thread (default %d, 0..%d)\n"
             "  --json FILE          also write the results and the run's metadata as JSON\n"
+            "  --csv FILE           also write the rows of the times table as CSV, with a header line\n"
             "  --huge-pages         ask for transparent huge pages (madvise) on the buffers (default: refused)\n"
-            "  --stream-bytes BYTES buffer of the bandwidth loops (default: 4 x the last-level cache, at least %zu)\n"
+            "  --stream-bytes BYTES buffer of the bandwidth loops (default: 4 x the last-level cache, the largest of sysfs and\n"
+            "                       cpuid, %zu MiB when both read 0; at least %zu, at most 1/%d of MemAvailable)\n"
             "scenarios:\n",
-            BENCH_MAX_CANDIDATES, DEFAULT_RUNS, BENCH_MAX_RUNS, DEFAULT_REFERENCE_RUNS, BENCH_MAX_RUNS, MIN_STREAM_BYTES);
+            BENCH_MAX_CANDIDATES, DEFAULT_RUNS, BENCH_MAX_RUNS, DEFAULT_REFERENCE_RUNS, BENCH_MAX_RUNS, BENCH_ASSUMED_LLC_BYTES >> 20,
+            MIN_STREAM_BYTES, BENCH_STREAM_MEMORY_SHARE);
     for (int i = 0; i < bench_num_scenarios; i++) fprintf(out, "  %-24s %s\n", bench_scenarios[i].name, bench_scenarios[i].shape);
 }
 
@@ -360,6 +366,28 @@ static int load_impls(const bench_options *o, bench_run *run, const kvc_backend 
     return 0;
 }
 
+/* Whether an output file can be written, checked before the (long) run:
+ * an existing file must be writable, a new one's folder must exist and
+ * be writable.  Nothing is created here. */
+static int writable(const char *path, char *why, size_t size) {
+    struct stat st;
+    if (path[0] == 0) { snprintf(why, size, "takes a file name, not ''"); return 0; }
+    if (stat(path, &st) == 0) {
+        if (S_ISDIR(st.st_mode)) { snprintf(why, size, "%s is a folder, not a file", path); return 0; }
+        if (access(path, W_OK) != 0) { snprintf(why, size, "cannot write %s: %s", path, strerror(errno)); return 0; }
+        return 1;
+    }
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == dir) dir[1] = 0;
+    else *slash = 0;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) { snprintf(why, size, "cannot write %s: its folder does not exist", path); return 0; }
+    if (access(dir, W_OK | X_OK) != 0) { snprintf(why, size, "cannot write %s: %s (its folder)", path, strerror(errno)); return 0; }
+    return 1;
+}
+
 static const bench_scenario *find_scenario(const char *name) {
     for (int i = 0; i < bench_num_scenarios; i++)
         if (strcmp(name, bench_scenarios[i].name) == 0) return &bench_scenarios[i];
@@ -377,6 +405,7 @@ int kvc_cmd_bench(int argc, char **argv) {
     default_options(&o);
     const kvc_option options[] = {
         {"json", KVC_OPT_STRING, .target = &o.json_path},
+        {"csv", KVC_OPT_STRING, .target = &o.csv_path},
         {"threads", KVC_OPT_CUSTOM, .target = &o, .parse = parse_threads},
         {"scenario", KVC_OPT_CUSTOM, .target = &o, .parse = add_scenario},
         {"runs", KVC_OPT_INT, .target = &o.runs, .min = 1, .max = BENCH_MAX_RUNS},
@@ -391,6 +420,11 @@ int kvc_cmd_bench(int argc, char **argv) {
     if (status) return status == KVC_OPTIONS_HELP ? 0 : status;
     for (int k = 0; k < o.num_only; k++)
         if (!find_scenario(o.only[k])) return kvc_usage_error(&line, "unknown scenario '%s'", o.only[k]);
+    char why[512];
+    if (o.json_path && !writable(o.json_path, why, sizeof why)) return kvc_usage_error(&line, "--json: %s", why);
+    if (o.csv_path && !writable(o.csv_path, why, sizeof why)) return kvc_usage_error(&line, "--csv: %s", why);
+    if (o.json_path && o.csv_path && strcmp(o.json_path, o.csv_path) == 0)
+        return kvc_usage_error(&line, "--csv and --json name the same file '%s'", o.csv_path);
     static bench_run run;
     const kvc_backend *impls[BENCH_MAX_IMPLS];
     memset(&run, 0, sizeof run);
@@ -401,8 +435,14 @@ int kvc_cmd_bench(int argc, char **argv) {
     run.huge_pages = o.huge_pages;
     run.runs = o.runs;
     run.reference_runs = o.reference_runs;
-    run.stream_bytes = o.stream_bytes ? (size_t)o.stream_bytes : 4 * run.metadata.llc_bytes;
-    if (run.stream_bytes < MIN_STREAM_BYTES) run.stream_bytes = MIN_STREAM_BYTES;
+    if (o.stream_bytes) {
+        run.stream_bytes = (size_t)o.stream_bytes;
+        run.stream_bytes_why = "--stream-bytes";
+    } else {
+        int capped;
+        run.stream_bytes = bench_default_stream_bytes(run.metadata.llc.bytes, run.metadata.mem_available, &capped);
+        run.stream_bytes_why = capped ? "default, capped at 1/8 of MemAvailable" : "default";
+    }
     run.results = calloc((size_t)bench_num_scenarios, sizeof *run.results);
     if (!run.results) { fprintf(stderr, "kvcmp bench: out of memory\n"); return 2; }
     measure_machine(&run);
@@ -414,6 +454,8 @@ int kvc_cmd_bench(int argc, char **argv) {
     status = failed ? 1 : 0;
     if (o.json_path && bench_write_json(o.json_path, &run)) status = 2;
     else if (o.json_path) printf("\nwrote %s\n", o.json_path);
+    if (o.csv_path && bench_write_csv(o.csv_path, &run)) status = 2;
+    else if (o.csv_path) printf("%swrote %s\n", o.json_path ? "" : "\n", o.csv_path);
     free(run.results);
     return status;
 }

@@ -99,14 +99,40 @@ void bench_stream_measure(const bench_stream_buffers *b, int threads, int passes
 /* 16-lane exact exps per second at `threads` threads (the optimized
  * backend's cheapest exp, over L1-resident data), best of `passes`. */
 double bench_exp_vectors_per_second(int threads, int passes);
-/* The last-level cache of cpu0 from sysfs, 0 when unknown. */
-size_t bench_llc_bytes(void);
+/* The last-level cache: the largest reading of sysfs (cpu0's
+ * cache/indexN/size) and cpuid (leaf 4 on Intel, 0x8000001D or else 0x80000006
+ * on AMD); when both read 0 (some VMs), BENCH_ASSUMED_LLC_BYTES, large
+ * rather than small, so that the bandwidth loops do not measure a cache. */
+#define BENCH_ASSUMED_LLC_BYTES ((size_t)256 << 20)
+#define BENCH_MIN_STREAM_BYTES ((size_t)1 << 20)
+/* The default stream buffer is at most MemAvailable / this (two buffers). */
+#define BENCH_STREAM_MEMORY_SHARE 8
+typedef struct {
+    size_t bytes;                     /* the size the bench uses */
+    size_t sysfs_bytes, cpuid_bytes;  /* the readings, 0 when none */
+    char source[64];                  /* "sysfs", "cpuid leaf 4", ..., or "assumed: ..." */
+} bench_llc;
+/* The largest data or unified cache under CACHE_DIR/index*, 0 when none. */
+size_t bench_llc_sysfs_bytes(const char *cache_dir);
+/* The largest data or unified cache cpuid describes, 0 when none; *leaf
+ * names the leaf read. */
+size_t bench_llc_cpuid_bytes(const char **leaf);
+void bench_llc_choose(size_t sysfs_bytes, size_t cpuid_bytes, const char *cpuid_leaf, bench_llc *llc);
+void bench_llc_detect(bench_llc *llc);
+/* /proc/meminfo's MemAvailable in bytes, 0 when unknown. */
+size_t bench_mem_available_bytes(void);
+/* The default --stream-bytes: 4 x the last-level cache (a reading of 0:
+ * 4 x BENCH_ASSUMED_LLC_BYTES), at most MemAvailable /
+ * BENCH_STREAM_MEMORY_SHARE (rounded down to MiB; 0: unknown, no cap;
+ * *capped says whether it cut), at least BENCH_MIN_STREAM_BYTES. */
+size_t bench_default_stream_bytes(size_t llc_bytes, size_t mem_available, int *capped);
 
 typedef struct {
     char commit[64];
     char cpu_model[128];
     int processors;
-    size_t llc_bytes;
+    bench_llc llc;
+    size_t mem_available;
     char compiler[128];
     const char *flags;
     char transparent_huge_pages[64];
@@ -157,6 +183,7 @@ typedef struct {
     int num_threads;
     int threads[BENCH_MAX_THREAD_COUNTS];
     size_t stream_bytes;
+    const char *stream_bytes_why;   /* how the size was chosen */
     int huge_pages;
     int runs, reference_runs;
     bench_machine machine[BENCH_MAX_THREAD_COUNTS];
@@ -174,5 +201,12 @@ void bench_print_machine(const bench_run *run);
 void bench_print_tables(const bench_run *run);
 /* 0, or 1 with a message naming the file when it cannot be written. */
 int bench_write_json(const char *path, const bench_run *run);
+/* The rows of the times table as CSV, in the table's order, after this
+ * header; a time column is empty where the implementation was not timed;
+ * ratio and fraction are plain numbers (1.25, 0.43), output the verdict
+ * (reference, matches, DIFFERS, FAILED, not offered), detail what differs
+ * or failed.  0, or 1 with a message naming the file. */
+#define BENCH_CSV_HEADER "scenario,threads,implementation,min_ms,median_ms,runs,time_over_opt,fraction_of_bound,output,detail"
+int bench_write_csv(const char *path, const bench_run *run);
 
 #endif

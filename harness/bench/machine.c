@@ -174,37 +174,140 @@ double bench_exp_vectors_per_second(int threads, int passes) {
     return vectors_per_second;
 }
 
-/* "266240K" -> bytes. */
+/* "266240K" -> bytes; 0 for anything else. */
 static size_t parse_cache_size(const char *text) {
     char *end;
+    if (text[0] < '0' || text[0] > '9') return 0;
     unsigned long long value = strtoull(text, &end, 10);
     if (*end == 'K') value <<= 10;
     else if (*end == 'M') value <<= 20;
+    else if (*end == 'G') value <<= 30;
+    else if (*end != 0) return 0;
     return (size_t)value;
 }
 
-/* The highest cache level of cpu0 that holds data. */
-size_t bench_llc_bytes(void) {
+static int read_word(const char *dir, int index, const char *file, char *word, size_t size) {
+    char path[512], format[16];
+    snprintf(path, sizeof path, "%s/index%d/%s", dir, index, file);
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    snprintf(format, sizeof format, "%%%zus", size - 1);
+    int ok = fscanf(f, format, word) == 1;
+    fclose(f);
+    return ok ? 0 : -1;
+}
+
+/* The largest data or unified cache under DIR/index*: the last level
+ * holds the most; 0 when none reads as a size. */
+size_t bench_llc_sysfs_bytes(const char *cache_dir) {
     size_t best = 0;
-    int best_level = 0;
-    for (int index = 0; index < 16; index++) {
-        char path[128], type[32] = "", size[32] = "";
-        int level = 0;
-        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", index);
-        FILE *f = fopen(path, "r");
-        if (!f) break;
-        if (fscanf(f, "%d", &level) != 1) level = 0;
-        fclose(f);
-        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/type", index);
-        if ((f = fopen(path, "r"))) { if (fscanf(f, "%31s", type) != 1) type[0] = 0; fclose(f); }
-        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", index);
-        if ((f = fopen(path, "r"))) { if (fscanf(f, "%31s", size) != 1) size[0] = 0; fclose(f); }
-        if (strcmp(type, "Instruction") != 0 && level > best_level) {
-            best_level = level;
-            best = parse_cache_size(size);
-        }
+    for (int index = 0; index < 64; index++) {
+        char type[32] = "", size[32] = "";
+        if (read_word(cache_dir, index, "size", size, sizeof size)) continue;
+        if (read_word(cache_dir, index, "type", type, sizeof type) == 0 && strcmp(type, "Instruction") == 0) continue;
+        size_t bytes = parse_cache_size(size);
+        if (bytes > best) best = bytes;
     }
     return best;
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+
+/* The largest data or unified cache of a deterministic cache-parameters
+ * leaf (leaf 4 on Intel, 0x8000001D on AMD: the same layout). */
+static size_t cpuid_cache_leaf(unsigned leaf) {
+    size_t best = 0;
+    for (unsigned sub = 0; sub < 16; sub++) {
+        unsigned a, b, c, d;
+        __cpuid_count(leaf, sub, a, b, c, d);
+        unsigned type = a & 31;
+        if (type == 0) break;          /* no more caches */
+        if (type == 2) continue;       /* instruction */
+        size_t bytes = (size_t)((b >> 22) + 1) * (((b >> 12) & 1023) + 1) * ((b & 4095) + 1) * ((size_t)c + 1);
+        if (bytes > best) best = bytes;
+    }
+    return best;
+}
+
+size_t bench_llc_cpuid_bytes(const char **leaf) {
+    unsigned max, b, c, d, vendor[3];
+    *leaf = "cpuid";
+    if (!__get_cpuid(0, &max, &vendor[0], &vendor[2], &vendor[1])) return 0;
+    char name[13];
+    memcpy(name, vendor, 12);
+    name[12] = 0;
+    if (strcmp(name, "GenuineIntel") == 0) {
+        *leaf = "cpuid leaf 4";
+        return max >= 4 ? cpuid_cache_leaf(4) : 0;
+    }
+    if (strcmp(name, "AuthenticAMD") != 0 && strcmp(name, "HygonGenuine") != 0) return 0;
+    unsigned max_extended = __get_cpuid_max(0x80000000u, NULL), a = 0;
+    c = d = 0;
+    if (max_extended >= 0x80000001u) __get_cpuid(0x80000001u, &a, &b, &c, &d);
+    if (max_extended >= 0x8000001Du && (c >> 22 & 1)) {   /* TopologyExtensions */
+        *leaf = "cpuid 0x8000001D";
+        size_t bytes = cpuid_cache_leaf(0x8000001Du);
+        if (bytes) return bytes;
+    }
+    if (max_extended < 0x80000006u) return 0;
+    /* L2 in KiB (ECX 31:16), L3 in 512 KiB units (EDX 31:18). */
+    *leaf = "cpuid 0x80000006";
+    c = d = 0;
+    __get_cpuid(0x80000006u, &a, &b, &c, &d);
+    size_t l2 = (size_t)(c >> 16) << 10, l3 = (size_t)(d >> 18) << 19;
+    return l3 > l2 ? l3 : l2;
+}
+#else
+size_t bench_llc_cpuid_bytes(const char **leaf) {
+    *leaf = "cpuid";
+    return 0;
+}
+#endif
+
+void bench_llc_choose(size_t sysfs_bytes, size_t cpuid_bytes, const char *cpuid_leaf, bench_llc *llc) {
+    memset(llc, 0, sizeof *llc);
+    llc->sysfs_bytes = sysfs_bytes;
+    llc->cpuid_bytes = cpuid_bytes;
+    if (sysfs_bytes == 0 && cpuid_bytes == 0) {
+        llc->bytes = BENCH_ASSUMED_LLC_BYTES;
+        snprintf(llc->source, sizeof llc->source, "assumed: sysfs and cpuid read 0");
+    } else if (sysfs_bytes >= cpuid_bytes) {
+        llc->bytes = sysfs_bytes;
+        snprintf(llc->source, sizeof llc->source, "sysfs");
+    } else {
+        llc->bytes = cpuid_bytes;
+        snprintf(llc->source, sizeof llc->source, "%s", cpuid_leaf);
+    }
+}
+
+void bench_llc_detect(bench_llc *llc) {
+    const char *leaf;
+    size_t cpuid_bytes = bench_llc_cpuid_bytes(&leaf);
+    bench_llc_choose(bench_llc_sysfs_bytes("/sys/devices/system/cpu/cpu0/cache"), cpuid_bytes, leaf, llc);
+}
+
+size_t bench_mem_available_bytes(void) {
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return 0;
+    char line[256];
+    unsigned long long kib = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1) break;
+    fclose(f);
+    return (size_t)kib << 10;
+}
+
+size_t bench_default_stream_bytes(size_t llc_bytes, size_t mem_available, int *capped) {
+    if (llc_bytes == 0) llc_bytes = BENCH_ASSUMED_LLC_BYTES;
+    size_t bytes = 4 * llc_bytes, cap = mem_available / BENCH_STREAM_MEMORY_SHARE >> 20 << 20;
+    *capped = 0;
+    if (mem_available && bytes > cap) {
+        bytes = cap;
+        *capped = 1;
+    }
+    if (bytes < BENCH_MIN_STREAM_BYTES) bytes = BENCH_MIN_STREAM_BYTES;
+    return bytes;
 }
 
 void bench_read_metadata(bench_metadata *m) {
@@ -212,7 +315,8 @@ void bench_read_metadata(bench_metadata *m) {
     snprintf(m->commit, sizeof m->commit, "%s", kvc_build_commit());
     kvc_cpu_model(m->cpu_model, sizeof m->cpu_model);
     m->processors = omp_get_num_procs();
-    m->llc_bytes = bench_llc_bytes();
+    bench_llc_detect(&m->llc);
+    m->mem_available = bench_mem_available_bytes();
     snprintf(m->compiler, sizeof m->compiler, "%s", kvc_build_compiler());
     m->flags = kvc_build_flags();
     FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");

@@ -48,14 +48,15 @@ static const bench_timing *optimized_at(const bench_result *r, int ti) {
 
 void bench_print_machine(const bench_run *run) {
     const bench_metadata *m = &run->metadata;
-    printf("kvcmp bench: commit %s; %s, %d processors, last-level cache %zu KiB; %s\n", m->commit, m->cpu_model, m->processors,
-           m->llc_bytes >> 10, m->compiler);
+    printf("kvcmp bench: commit %s; %s, %d processors, last-level cache %zu KiB (%s); %s\n", m->commit, m->cpu_model, m->processors,
+           m->llc.bytes >> 10, m->llc.source, m->compiler);
     printf("kvcmp bench: flags %s\n", m->flags);
     printf("kvcmp bench: %s, load average %.2f at start, OMP_WAIT_POLICY=%s, huge pages %s (transparent huge pages: %s)\n", m->date,
            m->load_average, m->omp_wait_policy ? m->omp_wait_policy : "(default)", run->huge_pages ? "asked for" : "refused",
            m->transparent_huge_pages);
-    printf("\nMachine: streaming loops over %zu MiB buffers (%s), best of the passes; exact exp (16 lanes) over L1-resident data.\n",
-           run->stream_bytes >> 20, run->stream_bytes >= 4 * m->llc_bytes ? ">= 4 x the last-level cache" : "SMALLER than 4 x the last-level cache");
+    printf("\nMachine: streaming loops over %zu MiB buffers (%s: %s), best of the passes; exact exp (16 lanes) over L1-resident data.\n",
+           run->stream_bytes >> 20, run->stream_bytes_why,
+           run->stream_bytes >= 4 * m->llc.bytes ? ">= 4 x the last-level cache" : "SMALLER than 4 x the last-level cache");
     printf("%7s %10s %15s %15s %16s\n", "threads", "read GB/s", "write GB/s", "copy GB/s", "exp ns/16 lanes");
     for (int ti = 0; ti < run->num_threads; ti++) {
         const bench_machine *b = &run->machine[ti];
@@ -164,7 +165,11 @@ static cJSON *json_metadata(const bench_run *run) {
     cJSON_AddStringToObject(o, "date", m->date);
     cJSON_AddStringToObject(o, "cpu_model", m->cpu_model);
     cJSON_AddNumberToObject(o, "processors", m->processors);
-    cJSON_AddNumberToObject(o, "last_level_cache_bytes", (double)m->llc_bytes);
+    cJSON_AddNumberToObject(o, "last_level_cache_bytes", (double)m->llc.bytes);
+    cJSON_AddStringToObject(o, "last_level_cache_source", m->llc.source);
+    cJSON_AddNumberToObject(o, "last_level_cache_sysfs_bytes", (double)m->llc.sysfs_bytes);
+    cJSON_AddNumberToObject(o, "last_level_cache_cpuid_bytes", (double)m->llc.cpuid_bytes);
+    cJSON_AddNumberToObject(o, "mem_available_bytes", (double)m->mem_available);
     cJSON_AddStringToObject(o, "compiler", m->compiler);
     cJSON_AddStringToObject(o, "flags", m->flags);
     cJSON_AddStringToObject(o, "omp_wait_policy", m->omp_wait_policy ? m->omp_wait_policy : "default");
@@ -279,6 +284,70 @@ int bench_write_json(const char *path, const bench_run *run) {
     free(text);
     if (!ok) {
         fprintf(stderr, "kvcmp bench: cannot write %s: %s (the table above is complete; give --json a writable path)\n", path,
+                strerror(saved_errno));
+        return 1;
+    }
+    return 0;
+}
+
+/* ---- CSV ------------------------------------------------------------------------ */
+
+/* A field, quoted when it holds a comma, a quote or a line break. */
+static void csv_field(FILE *f, const char *text, int last) {
+    if (strpbrk(text, ",\"\r\n")) {
+        fputc('"', f);
+        for (const char *c = text; *c; c++) {
+            if (*c == '"') fputc('"', f);
+            fputc(*c, f);
+        }
+        fputc('"', f);
+    } else {
+        fputs(text, f);
+    }
+    fputc(last ? '\n' : ',', f);
+}
+
+static void csv_row(FILE *f, const bench_run *run, const bench_result *r, int impl, int ti) {
+    const bench_timing *t = &r->timings[impl][ti];
+    const bench_timing *opt = optimized_at(r, impl == BENCH_REFERENCE ? 0 : ti);
+    const bench_bound *bound = bound_for(run, r, impl, ti);
+    char threads[16], min[32] = "", median[32] = "", runs[16] = "", ratio[32] = "", fraction[32] = "";
+    snprintf(threads, sizeof threads, "%d", impl == BENCH_REFERENCE ? 1 : run->threads[ti]);
+    if (t->present) {
+        snprintf(min, sizeof min, "%.6f", ms(t->min_seconds));
+        snprintf(median, sizeof median, "%.6f", ms(t->median_seconds));
+        snprintf(runs, sizeof runs, "%d", t->runs);
+        if (opt) snprintf(ratio, sizeof ratio, "%.4f", t->min_seconds / opt->min_seconds);
+        if (bound && held_to_bound(t)) snprintf(fraction, sizeof fraction, "%.4f", bench_bound_seconds(bound) / t->min_seconds);
+    }
+    char detail[sizeof t->detail + 64] = "";
+    if (t->verdict == OUTPUT_DIFFERS) snprintf(detail, sizeof detail, "%lld bytes; %s", (long long)t->differing_bytes, t->detail);
+    else if (t->verdict == OUTPUT_FAILED) snprintf(detail, sizeof detail, "%s", t->detail);
+    const char *fields[] = {r->sc->name, threads, run->impl_names[impl], min, median, runs, ratio, fraction, verdict_name(t->verdict), detail};
+    int count = (int)(sizeof fields / sizeof fields[0]);
+    for (int i = 0; i < count; i++) csv_field(f, fields[i], i == count - 1);
+}
+
+int bench_write_csv(const char *path, const bench_run *run) {
+    FILE *f = fopen(path, "w");
+    int saved_errno = errno;
+    if (f) {
+        fputs(BENCH_CSV_HEADER "\n", f);
+        for (int i = 0; i < run->num_results; i++) {
+            const bench_result *r = &run->results[i];
+            csv_row(f, run, r, BENCH_REFERENCE, 0);
+            for (int ti = 0; ti < run->num_threads; ti++)
+                for (int impl = BENCH_OPTIMIZED; impl < run->num_impls; impl++) csv_row(f, run, r, impl, ti);
+        }
+        int failed = ferror(f);
+        saved_errno = errno;
+        if (fclose(f) != 0 || failed) {
+            if (!failed) saved_errno = errno;
+            f = NULL;
+        }
+    }
+    if (!f) {
+        fprintf(stderr, "kvcmp bench: --csv: cannot write %s: %s (the table above is complete; give --csv a writable path)\n", path,
                 strerror(saved_errno));
         return 1;
     }

@@ -166,10 +166,90 @@ Test(bench, huge_pages_and_no_reference_runs, .timeout = 300) {
     captured_run run = support_capture(kvc_cmd_bench, ARGV_COUNT(argv), argv);
     cr_expect_eq(run.status, 0, "stderr:\n%s", run.err);
     expect_contains(run.out, ", huge pages asked for (", "stdout");
+    /* The header says which source gave the cache size and why the buffers are this big. */
+    const char *cache = strstr(run.out, ", last-level cache ");
+    cr_expect(cache && strstr(cache, " KiB (") != NULL, "no cache size and source in:\n%s", run.out);
+    expect_contains(run.out, "streaming loops over 4 MiB buffers (--stream-bytes: ", "stdout");
     expect_row_says(run.out, "v41-r2-decode", 1, "ref", "         -          -     -       -      -  reference");
     expect_row_says(run.out, "v41-r2-decode", 1, "opt", "matches");
     cr_expect(strstr(run.out, "wrote ") == NULL, "a JSON file written without --json");
     support_free_run(&run);
+}
+
+/* Splits a CSV line (quoted fields allowed) into at most `max` fields in
+ * place; returns the count. */
+static int csv_split(char *line, char **fields, int max) {
+    int count = 0;
+    char *p = line;
+    for (;;) {
+        cr_assert_lt(count, max, "more than %d fields", max);
+        char *out = p;
+        fields[count++] = out;
+        if (*p == '"') {
+            for (p++;; p++) {
+                cr_assert(*p, "an unterminated quote");
+                if (*p == '"' && p[1] == '"') { *out++ = '"'; p++; }
+                else if (*p == '"') { p++; break; }
+                else *out++ = *p;
+            }
+        } else {
+            while (*p && *p != ',') *out++ = *p++;
+        }
+        cr_assert(*p == ',' || *p == 0, "text after a quoted field");
+        int more = *p == ',';
+        if (*p) p++;
+        *out = 0;
+        if (!more) return count;
+    }
+}
+
+static double csv_number(const char *text, const char *what) {
+    char *end;
+    double value = strtod(text, &end);
+    cr_expect(text[0] && *end == 0, "%s '%s' is not a number", what, text);
+    return value;
+}
+
+/* --csv: the times table's rows, a header line, the same fields in every
+ * row, numbers in the time columns; the JSON beside it stays. */
+Test(bench, csv_rows, .timeout = 300) {
+    skip_without_optimized();
+    char dir[64], csv[128], json[128];
+    support_temp_dir(dir, sizeof dir);
+    snprintf(csv, sizeof csv, "%s/times.csv", dir);
+    snprintf(json, sizeof json, "%s/bench.json", dir);
+    char *argv[] = {"--scenario", "v41-r2-decode", "--runs", "1", "--reference-runs", "1", "--threads", "1",
+                    "--stream-bytes", "1048576", "--csv", csv, "--json", json};
+    captured_run run = support_capture(kvc_cmd_bench, ARGV_COUNT(argv), argv);
+    cr_expect_eq(run.status, 0, "stderr:\n%s", run.err);
+    expect_contains(run.out, "\nwrote ", "stdout");
+    cr_expect(support_file_exists(json), "--csv dropped the JSON");
+    char *text = support_read_file(csv);
+    char *save = NULL, *line = strtok_r(text, "\n", &save);
+    cr_assert_not_null(line, "an empty CSV");
+    cr_expect_str_eq(line, "scenario,threads,implementation,min_ms,median_ms,runs,time_over_opt,fraction_of_bound,output,detail");
+    char *fields[32];
+    int header_fields = csv_split(line, fields, 32), rows = 0;
+    cr_expect_eq(header_fields, 10);
+    while ((line = strtok_r(NULL, "\n", &save))) {
+        rows++;
+        int count = csv_split(line, fields, 32);
+        cr_expect_eq(count, header_fields, "row %d has %d fields, the header %d", rows, count, header_fields);
+        if (count != header_fields) continue;
+        cr_expect_str_eq(fields[0], "v41-r2-decode");
+        cr_expect_eq(csv_number(fields[1], "threads"), 1);
+        double min = csv_number(fields[3], "min_ms"), median = csv_number(fields[4], "median_ms");
+        cr_expect(min > 0 && median >= min, "min %g, median %g", min, median);
+        cr_expect_eq(csv_number(fields[5], "runs"), 1);
+        cr_expect_gt(csv_number(fields[6], "time_over_opt"), 0);
+        double fraction = csv_number(fields[7], "fraction_of_bound");
+        cr_expect(fraction > 0 && fraction <= 1, "fraction %g", fraction);
+        cr_expect(strcmp(fields[8], "reference") == 0 || strcmp(fields[8], "matches") == 0, "output '%s'", fields[8]);
+    }
+    cr_expect_eq(rows, 2, "rows: the reference and opt at 1 thread");
+    free(text);
+    support_free_run(&run);
+    support_remove_tree(dir);
 }
 
 static void expect_usage_error(int argc, char **argv, const char *message) {
@@ -203,6 +283,15 @@ Test(bench, option_errors) {
     expect_usage_error(34, scenarios, "kvcmp bench: at most 16 --scenario options");
     char *scenario[] = {"--scenario", "v41-r2-decode", "--scenario", "v9-huge"};
     expect_usage_error(4, scenario, "kvcmp bench: unknown scenario 'v9-huge'");
+    /* Output files are checked before the run, and nothing is created. */
+    char *csv_folder[] = {"--csv", "/nonexistent/folder/times.csv"};
+    expect_usage_error(2, csv_folder, "kvcmp bench: --csv: cannot write /nonexistent/folder/times.csv: its folder does not exist");
+    cr_expect(!support_file_exists("/nonexistent/folder/times.csv"));
+    char *json_folder[] = {"--json", "/tmp"};
+    expect_usage_error(2, json_folder, "kvcmp bench: --json: /tmp is a folder, not a file");
+    char *same[] = {"--json", "/tmp/kvcmp-bench-same.out", "--csv", "/tmp/kvcmp-bench-same.out"};
+    expect_usage_error(4, same, "kvcmp bench: --csv and --json name the same file '/tmp/kvcmp-bench-same.out'");
+    cr_expect(!support_file_exists("/tmp/kvcmp-bench-same.out"), "a refused run wrote its output");
 }
 
 Test(bench, candidate_that_does_not_load) {
