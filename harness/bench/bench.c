@@ -41,17 +41,22 @@ typedef struct {
     const char *candidates[BENCH_MAX_CANDIDATES];
     int huge_pages;
     int64_t stream_bytes;   /* 0: 4 x the last-level cache */
+    int num_shapes;          /* --shape: scenarios the user describes */
+    bench_scenario shapes[BENCH_MAX_SCENARIOS];
+    bench_shape shape_params[BENCH_MAX_SCENARIOS];
+    char shape_descriptions[BENCH_MAX_SCENARIOS][160];
 } bench_options;
 
 /* ---- Options ------------------------------------------------------------------ */
 
 static void usage(FILE *out) {
     fprintf(out,
-            "usage: kvcmp bench [--candidate LIB.so]... [--threads LIST] [--scenario NAME]... [--runs N] [--reference-runs N]\n"
+            "usage: kvcmp bench [--candidate LIB.so]... [--threads LIST] [--scenario NAME]... [--shape SPEC]... [--runs N] [--reference-runs N]\n"
             "                   [--json FILE] [--csv FILE] [--huge-pages] [--stream-bytes BYTES]\n"
             "  --candidate LIB.so   also time this plug-in (repeatable, at most %d; see include/kvcmp/plugin.h)\n"
             "  --threads LIST       thread counts, e.g. 1,2,4 (default: 1 and the number of processors)\n"
-            "  --scenario NAME      only this scenario (repeatable; default: all)\n"
+            "  --scenario NAME      only this scenario (repeatable; default: all, or none when a --shape is given)\n"
+            "  --shape SPEC         also a scenario described by STAGE:KEY=VALUE,... (repeatable; below)\n"
             "  --runs N             timed runs per implementation and thread count, after one warm-up (default %d, 1..%d)\n"
             "  --reference-runs N   timed runs of the reference, at 1 thread (default %d, 0..%d)\n"
             "  --json FILE          also write the results and the run's metadata as JSON\n"
@@ -63,6 +68,7 @@ static void usage(FILE *out) {
             BENCH_MAX_CANDIDATES, DEFAULT_RUNS, BENCH_MAX_RUNS, DEFAULT_REFERENCE_RUNS, BENCH_MAX_RUNS, BENCH_ASSUMED_LLC_BYTES >> 20,
             MIN_STREAM_BYTES, BENCH_STREAM_MEMORY_SHARE);
     for (int i = 0; i < bench_num_scenarios; i++) fprintf(out, "  %-24s %s\n", bench_scenarios[i].name, bench_scenarios[i].shape);
+    fputs(bench_shape_help, out);
 }
 
 /* --threads 1,2,4: each count a whole number in 1..1024. */
@@ -104,6 +110,19 @@ static int add_scenario(const char *value, void *target, char *why, size_t size)
         return -1;
     }
     o->only[o->num_only++] = value;
+    return 0;
+}
+
+static int add_shape(const char *value, void *target, char *why, size_t size) {
+    bench_options *o = target;
+    if (o->num_shapes == BENCH_MAX_SCENARIOS) {
+        snprintf(why, size, "at most %d --shape options", BENCH_MAX_SCENARIOS);
+        return -1;
+    }
+    int i = o->num_shapes;
+    if (bench_shape_parse(value, &o->shape_params[i], o->shape_descriptions[i], sizeof o->shape_descriptions[i], why, size)) return -1;
+    o->shapes[i] = (bench_scenario){value, o->shape_descriptions[i], NULL, &o->shape_params[i]};
+    o->num_shapes++;
     return 0;
 }
 
@@ -397,17 +416,18 @@ static const bench_scenario *find_scenario(const char *name) {
 static int selected(const bench_options *o, const bench_scenario *sc) {
     for (int k = 0; k < o->num_only; k++)
         if (strcmp(o->only[k], sc->name) == 0) return 1;
-    return o->num_only == 0;
+    return o->num_only == 0 && o->num_shapes == 0;
 }
 
 int kvc_cmd_bench(int argc, char **argv) {
-    bench_options o;
+    static bench_options o;
     default_options(&o);
     const kvc_option options[] = {
         {"json", KVC_OPT_STRING, .target = &o.json_path},
         {"csv", KVC_OPT_STRING, .target = &o.csv_path},
         {"threads", KVC_OPT_CUSTOM, .target = &o, .parse = parse_threads},
         {"scenario", KVC_OPT_CUSTOM, .target = &o, .parse = add_scenario},
+        {"shape", KVC_OPT_CUSTOM, .target = &o, .parse = add_shape},
         {"runs", KVC_OPT_INT, .target = &o.runs, .min = 1, .max = BENCH_MAX_RUNS},
         {"reference-runs", KVC_OPT_INT, .target = &o.reference_runs, .min = 0, .max = BENCH_MAX_RUNS},
         {"candidate", KVC_OPT_CUSTOM, .target = &o, .parse = add_candidate},
@@ -443,13 +463,14 @@ int kvc_cmd_bench(int argc, char **argv) {
         run.stream_bytes = bench_default_stream_bytes(run.metadata.llc.bytes, run.metadata.mem_available, &capped);
         run.stream_bytes_why = capped ? "default, capped at 1/8 of MemAvailable" : "default";
     }
-    run.results = calloc((size_t)bench_num_scenarios, sizeof *run.results);
+    run.results = calloc((size_t)(bench_num_scenarios + o.num_shapes), sizeof *run.results);
     if (!run.results) { fprintf(stderr, "kvcmp bench: out of memory\n"); return 2; }
     measure_machine(&run);
     bench_print_machine(&run);
     int failed = 0;
     for (int i = 0; i < bench_num_scenarios; i++)
         if (selected(&o, &bench_scenarios[i])) failed |= bench_one(&run, &o, impls, &bench_scenarios[i], &run.results[run.num_results++]);
+    for (int i = 0; i < o.num_shapes; i++) failed |= bench_one(&run, &o, impls, &o.shapes[i], &run.results[run.num_results++]);
     bench_print_tables(&run);
     status = failed ? 1 : 0;
     if (o.json_path && bench_write_json(o.json_path, &run)) status = 2;

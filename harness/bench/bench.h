@@ -49,11 +49,25 @@ typedef struct {
     int huge_pages;
 } scenario_data;
 
+/* A scenario the user describes (--shape STAGE:KEY=VALUE,...). */
+typedef enum { SHAPE_V4_COMPRESS, SHAPE_V4_SAVE, SHAPE_V4_DECODE, SHAPE_V41_NORM, SHAPE_V41_INSERT } bench_shape_stage;
+typedef struct {
+    bench_shape_stage stage;
+    int64_t d, r, tokens, requests, block, padding, context, start;
+} bench_shape;
+
 typedef struct {
     const char *name;
     const char *shape;
     void (*setup)(scenario_data *);
+    const bench_shape *custom;   /* --shape: setup is NULL */
 } bench_scenario;
+
+/* Parses a --shape value; 0, or -1 with why (the whole message, naming
+ * the key that is wrong).  description gets every key with its value. */
+int bench_shape_parse(const char *spec, bench_shape *shape, char *description, size_t description_size, char *why, size_t size);
+/* The stages and keys, for the usage text. */
+extern const char bench_shape_help[];
 
 extern const bench_scenario bench_scenarios[];
 extern const int bench_num_scenarios;

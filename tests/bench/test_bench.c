@@ -252,6 +252,29 @@ Test(bench, csv_rows, .timeout = 300) {
     support_remove_tree(dir);
 }
 
+/* --shape: scenarios the user describes run like the built-in ones
+ * (only they, without --scenario), every output byte compared. */
+Test(bench, shapes_run, .timeout = 300) {
+    skip_without_optimized();
+    char *argv[] = {"--shape", "v4-compress:d=512,r=4,tokens=256,requests=8,block=16,padding=64",
+                    "--shape", "v4-decode:r=128,requests=9,context=300,block=16,padding=64",
+                    "--shape", "v41-norm:tokens=96,requests=3,start=7",
+                    "--shape", "v41-insert:tokens=333,block=16,padding=64",
+                    "--shape", "v4-save:d=128,r=128,tokens=1000,requests=4,block=8",
+                    "--runs", "1", "--reference-runs", "1", "--threads", "1", "--stream-bytes", "1048576"};
+    captured_run run = support_capture(kvc_cmd_bench, ARGV_COUNT(argv), argv);
+    cr_expect_eq(run.status, 0, "stdout:\n%s\nstderr:\n%s", run.out, run.err);
+    for (int i = 0; i < 5; i++) {
+        char row[200];
+        snprintf(row, sizeof row, "\n%s   1 opt ", argv[2 * i + 1]);
+        const char *at = strstr(run.out, row);
+        cr_expect(at != NULL, "no row for %s in:\n%s", argv[2 * i + 1], run.out);
+        if (at) cr_expect(strstr(at + 1, "matches\n") == strchr(at + 1, '\n') - 7, "%s: opt does not match:\n%s", argv[2 * i + 1], run.out);
+    }
+    cr_expect(strstr(run.out, "v4-d512-r4-decode") == NULL, "a built-in scenario ran beside --shape");
+    support_free_run(&run);
+}
+
 static void expect_usage_error(int argc, char **argv, const char *message) {
     captured_run run = support_capture(kvc_cmd_bench, argc, argv);
     cr_expect_eq(run.status, 2, "%s accepted", argv[argc - 1]);
@@ -283,6 +306,26 @@ Test(bench, option_errors) {
     expect_usage_error(34, scenarios, "kvcmp bench: at most 16 --scenario options");
     char *scenario[] = {"--scenario", "v41-r2-decode", "--scenario", "v9-huge"};
     expect_usage_error(4, scenario, "kvcmp bench: unknown scenario 'v9-huge'");
+    char *stage[] = {"--shape", "v5-compress:d=512"};
+    expect_usage_error(2, stage, "kvcmp bench: --shape 'v5-compress:d=512': unknown stage 'v5-compress' (v4-compress, v4-save");
+    char *key[] = {"--shape", "v4-compress:d=512,heads=8"};
+    expect_usage_error(2, key, "kvcmp bench: --shape v4-compress: unknown key 'heads' (keys: d,r,tokens,requests,block,padding)");
+    char *wrong_stage_key[] = {"--shape", "v41-insert:context=5"};
+    expect_usage_error(2, wrong_stage_key, "kvcmp bench: --shape v41-insert: unknown key 'context' (keys: tokens,block,padding)");
+    char *dim[] = {"--shape", "v4-decode:d=300"};
+    expect_usage_error(2, dim, "kvcmp bench: --shape v4-decode: d takes 128 or 512, not '300'");
+    char *tokens[] = {"--shape", "v4-save:tokens=12x"};
+    expect_usage_error(2, tokens, "kvcmp bench: --shape v4-save: tokens takes a whole number from 1 to 262144, not '12x'");
+    char *padding[] = {"--shape", "v41-norm:padding=10"};
+    expect_usage_error(2, padding, "kvcmp bench: --shape v41-norm: padding takes a whole number from 0 to 65536 (a multiple of 64), not '10'");
+    char *split[] = {"--shape", "v4-compress:tokens=100,requests=8"};
+    expect_usage_error(2, split, "kvcmp bench: --shape v4-compress: tokens = 100 is not a multiple of requests = 8");
+    char *twice[] = {"--shape", "v4-compress:r=4,r=128"};
+    expect_usage_error(2, twice, "kvcmp bench: --shape v4-compress: key 'r' given twice");
+    char *no_value[] = {"--shape", "v4-compress:d"};
+    expect_usage_error(2, no_value, "kvcmp bench: --shape v4-compress: 'd' is not KEY=VALUE");
+    char *huge[] = {"--shape", "v4-decode:requests=4096,block=1024,r=128"};
+    expect_usage_error(2, huge, "kvcmp bench: --shape v4-decode: needs about ");
     /* Output files are checked before the run, and nothing is created. */
     char *csv_folder[] = {"--csv", "/nonexistent/folder/times.csv"};
     expect_usage_error(2, csv_folder, "kvcmp bench: --csv: cannot write /nonexistent/folder/times.csv: its folder does not exist");
