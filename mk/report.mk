@@ -59,7 +59,8 @@ coverage: deps-test $(MUTANT_LIBS)
 		rm -rf $(COVERAGE_BUILD) && mkdir -p $(COVERAGE_BUILD) && echo "$(COVERAGE_MAKE_FLAGS)" > $(COVERAGE_BUILD)/flags; fi
 	find $(COVERAGE_BUILD) -name '*.gcda' -delete 2>/dev/null || true
 	$(MAKE) --no-print-directory $(BUILD_JOBS) BUILD=$(COVERAGE_BUILD) $(COVERAGE_MAKE_FLAGS) \
-		$(COVERAGE_BUILD)/kvcmp $(COVERAGE_BUILD)/asan/unit-tests $(TEST_PLUGIN_KINDS:%=$(COVERAGE_BUILD)/test-plugins/%.so)
+		$(COVERAGE_BUILD)/kvcmp $(COVERAGE_BUILD)/asan/unit-tests $(TEST_PLUGIN_KINDS:%=$(COVERAGE_BUILD)/test-plugins/%.so) \
+		$(COVERAGE_BUILD)/mutants/multi/multi_bug.so
 	@# The runs below only collect counts: their verdicts come from the
 	@# sanitized unit tests and corpus-check, so a failure here stops nothing.
 	KVCMP_TEST_PLUGINS=$(COVERAGE_BUILD)/test-plugins \

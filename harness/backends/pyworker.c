@@ -140,7 +140,9 @@ static int start_worker(worker_process *w, char *error, size_t size) {
     if (shm < 0) { snprintf(error, size, "memfd_create: %s", strerror(errno)); close(requests[0]); close(requests[1]); close(replies[0]); close(replies[1]); return -1; }
     int child_in = above_fixed(requests[0]), child_out = above_fixed(replies[1]), child_shm = fcntl(shm, F_DUPFD_CLOEXEC, 10);
     const char *python = kvc_pyworker_python();
-    char *argv[] = {(char *)python, "-m", "kvcmp._worker", bridge.spec, NULL};
+    /* Not -m kvcmp._worker: the package imports that module too, and a second
+     * copy as __main__ would have a kvcmp.DeviceLost of its own. */
+    char *argv[] = {(char *)python, "-c", "import sys, kvcmp._worker as w; sys.exit(w.main(sys.argv))", bridge.spec, NULL};
     pid_t parent = getpid();
     fflush(stdout);
     fflush(stderr);
@@ -216,7 +218,7 @@ static int hello(worker_process *w, unsigned *offered, char *error, size_t size)
         int status = end_worker(w, 1);
         char how[200];
         describe_end(status, how, sizeof how);
-        snprintf(error, size, "the Python worker (%s -m kvcmp._worker) ended before it said hello (%s; its error is above): "
+        snprintf(error, size, "the Python worker (%s, kvcmp._worker) ended before it said hello (%s; its error is above): "
                  "the interpreter needs numpy and the kvcmp package; name one that has them with --python or KVCMP_PYTHON",
                  kvc_pyworker_python(), how);
         rc = -1;

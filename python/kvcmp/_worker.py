@@ -2,7 +2,7 @@
 
 The engine (libkvcmp, harness/backends/pyworker.c) starts it as
 
-    PYTHON -m kvcmp._worker SPEC
+    PYTHON -c "import sys, kvcmp._worker as w; sys.exit(w.main(sys.argv))" SPEC
 
 for a candidate ``py:SPEC`` (SPEC is FILE.py:FUNCTION or MODULE:FUNCTION),
 with three descriptors open: 3 carries requests, 4 replies, 5 is a
@@ -215,7 +215,7 @@ def _failure(e):
 
 def main(argv):
     if len(argv) != 2:
-        os.write(REPLY_FD, b'{"fatal": "usage: python -m kvcmp._worker FILE.py:FUNCTION|MODULE:FUNCTION"}\n')
+        os.write(REPLY_FD, b'{"fatal": "usage: kvcmp._worker.main([PROGRAM, FILE.py:FUNCTION|MODULE:FUNCTION])"}\n')
         return 2
     try:
         import numpy   # noqa: F401  (the worker's own needs: a clear message now, not per case)
@@ -235,4 +235,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(main(sys.argv))   # python -m kvcmp._worker SPEC, by hand
