@@ -47,6 +47,6 @@ junit-check: fuzz-check wrap-check mutants-check replay-junit
 # is $(BUILD), so that make test BUILD=DIR checks against its own kvcmp.
 workflow-check: $(BUILD)/kvcmp
 	@mkdir -p $(BUILD)/workflow-check && ln -sfn $(abspath $(BUILD)) $(BUILD)/workflow-check/build
-	cd $(BUILD)/workflow-check && /usr/bin/python3 $(CURDIR)/tools/workflow_check.py $(abspath $(wildcard examples/ci/*.yml))
+	cd $(BUILD)/workflow-check && /usr/bin/python3 $(CURDIR)/tools/workflow_check.py $(abspath $(wildcard examples/ci/*.yml) action.yml)
 
 TEST_EXTRA += junit-check workflow-check

@@ -19,7 +19,9 @@ def kvcmp_options(command):
 
 
 def check_run(path, job, text):
-    for line in re.findall(r"build/kvcmp ((?:report )?[a-z]+)([^\n]*)", text):
+    # build/kvcmp in kvcmp's own checkout, .../bin/kvcmp" in action.yml.
+    text = text.replace("\\\n", " ")   # a command continued on the next line
+    for line in re.findall(r"(?:build/kvcmp|/bin/kvcmp\") ((?:report )?[a-z]+)([^\n]*)", text):
         command, rest = line
         known = kvcmp_options(command)
         for option in re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", rest):
@@ -27,8 +29,25 @@ def check_run(path, job, text):
                 problems.append(f"{path}: job {job}: kvcmp {command} has no option {option}")
 
 
+def check_action(path, doc):
+    """A composite action: inputs, and steps that run a shell or use a pinned action."""
+    runs = doc.get("runs") or {}
+    if not doc.get("name") or runs.get("using") != "composite" or not runs.get("steps"):
+        problems.append(f"{path}: a composite action needs a name, runs.using: composite and steps")
+    for step in runs.get("steps", []):
+        if "run" in step:
+            if "shell" not in step:
+                problems.append(f"{path}: a composite step that runs a command needs a shell")
+            check_run(path, "action", step["run"])
+        elif "uses" in step and not re.search(r"@v?\d", step["uses"]):
+            problems.append(f"{path}: {step['uses']} is not pinned to a version")
+
+
 def check(path):
     doc = yaml.safe_load(open(path))
+    if "runs" in doc:
+        check_action(path, doc)
+        return
     # YAML 1.1 reads a bare `on:` key as the boolean True.
     triggers = doc.get("on", doc.get(True))
     if not doc.get("name") or not triggers:
@@ -54,4 +73,4 @@ for p in problems:
     print(f"workflow_check: {p}", file=sys.stderr)
 if problems:
     sys.exit(1)
-print(f"workflow_check: {len(sys.argv) - 1} workflows parse, their steps are well formed and their kvcmp options exist")
+print(f"workflow_check: {len(sys.argv) - 1} workflows and actions parse, their steps are well formed and their kvcmp options exist")
