@@ -4,7 +4,8 @@
 # build/test-logs/{build,checks}.log; the terminal gets one line per part
 # with its time (and the lines a reader must see: the expected upstream
 # differences, the coverage totals), the end of the log of a part that
-# fails, the unit tests' own output, and one closing line:
+# fails, Criterion's summary line of the unit tests (their whole output in
+# LOG_DIR/unit-tests.log), and one closing line:
 #   make test: N passed, M failed in T s (build a s, fuzz-check b s, ...)
 # While the build runs, a progress line every PROGRESS_SECONDS (20):
 #   ...    build    40 s   123 files compiled so far
@@ -118,8 +119,21 @@ else
     fail "${current:-checks}" $((now - since)) "$log" "make ${current:-$goals}"
 fi
 
-# The unit tests last, in the open: Criterion's own summary, then ours.
+# The unit tests last.  Their output (which holds what the negative tests
+# make the commands print) goes to unit-tests.log; the terminal gets
+# Criterion's summary line, and the failures with the log's end when any.
 t0=$(date +%s)
-if eval "$unit_command"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+unit_log="$log_dir/unit-tests.log"
+if eval "$unit_command" > "$unit_log" 2>&1; then
+    passed=$((passed + 1))
+    printf '  ok     %-20s %4s s   (%s)\n' unit-tests $(($(date +%s) - t0)) "$unit_log"
+    grep -E '^\[====\] Synthesis' "$unit_log" | sed 's/^/         /'
+else
+    failed=$((failed + 1))
+    echo "  FAIL   unit-tests: the failing tests and the end of $unit_log:"
+    grep -E '^\[FAIL\]|Assertion Failed|^\[====\] Synthesis' "$unit_log" | sed 's/^/  | /'
+    tail -n 40 "$unit_log" | sed 's/^/  | /'
+    echo "  rerun it alone: $unit_command"
+fi
 times="$times, unit-tests $(($(date +%s) - t0)) s"
 finish
