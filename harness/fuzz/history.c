@@ -416,6 +416,9 @@ int kvc_history_lockstep(const kvc_backend *expected, const kvc_backend *got, co
 }
 
 static int first_difference(const uint8_t *a, const uint8_t *b, int64_t n) {
+    /* Nearly every comparison finds no difference: memcmp says so at
+     * memory speed (a byte loop here was 9% of a campaign's time). */
+    if (n <= 0 || memcmp(a, b, (size_t)n) == 0) return -1;
     for (int64_t i = 0; i < n; i++)
         if (a[i] != b[i]) return (int)i;
     return -1;

@@ -108,3 +108,20 @@ def test_a_candidate_that_offers_nothing_or_cannot_load_is_refused(tmp_path):
                           "--out", str(tmp_path / "o")], capture_output=True, text=True, env=kvcmp.fuzzing.worker_environment())
     assert run.returncode == 2 and "has no attribute nothing" in run.stderr, run.stderr
     assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())
+
+
+def test_metamorphic_checks_reach_a_python_candidate(tmp_path):
+    """With every case checked again (--metamorphic-rate 1000), the candidate
+    sees each case a second time with another thread count and a third time
+    with its physical pages permuted (another block table)."""
+    os.environ["KVCMP_TEST_CALL_LOG"] = str(tmp_path / "calls.txt")
+    summary = kvcmp.fuzz(hostile.logs_block_tables, stages="v4.compress", seed=8, cases=20, invalid_rate=0, metamorphic_rate=1000,
+                         out=str(tmp_path / "out"), quiet=True)
+    assert summary.ok and summary.cases == 20, summary.report()
+    tables = {}
+    for line in open(tmp_path / "calls.txt"):
+        case, table = line.strip().split("|")
+        tables.setdefault(case, []).append(table)
+    assert len(tables) == 20
+    assert all(len(calls) == 3 for calls in tables.values()), [len(c) for c in tables.values()]
+    assert sum(len(set(calls)) > 1 for calls in tables.values()) >= 10, "the permuted call did not get another block table"
