@@ -9,7 +9,6 @@
 #include <omp.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -322,16 +321,6 @@ static cJSON *request_json(const char *stage, wire_call *c, size_t shm_size) {
     return r;
 }
 
-static int fail_call(kvc_error *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail_call(kvc_error *err, int code, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err->message, sizeof err->message, fmt, ap);
-    va_end(ap);
-    err->code = code;
-    return code;
-}
-
 /* The status of a "rejected" reply without a code: the one the shared
  * validator gives, so that rejecting what the reference rejects passes. */
 typedef int (*validator_fn)(const void *args, kvc_error *err);
@@ -350,10 +339,10 @@ static int reply_status(int stage, cJSON *reply, const void *args, validator_fn 
             rc = validate(args, &validator);
             if (!rc) rc = KVC_ERR_PARAM;
         }
-        return fail_call(err, rc, "%.380s", message);
+        return kvc_fail(err, rc, "%.380s", message);
     }
     int code = status && strcmp(status, "device-lost") == 0 ? KVC_ERR_DEVICE_LOST : KVC_ERR_CANDIDATE;
-    return fail_call(err, code, "%s: %.60s: %.300s", stage_names[stage], class ? class : "error", message);
+    return kvc_fail(err, code, "%s: %.60s: %.300s", stage_names[stage], class ? class : "error", message);
 }
 
 static int must_restart(cJSON *reply) {
@@ -375,7 +364,7 @@ static int call_worker(int stage, wire_call *c, const void *args, validator_fn v
         if (start_worker(w, error, sizeof error) || hello(w, &offered, error, sizeof error)) {
             end_worker(w, 1);
             cJSON_Delete(c->params);
-            return fail_call(err, KVC_ERR_CRASHED, "%s: no worker: %.350s", stage_names[stage], error);
+            return kvc_fail(err, KVC_ERR_CRASHED, "%s: no worker: %.350s", stage_names[stage], error);
         }
     }
     size_t size = 0;
@@ -383,7 +372,7 @@ static int call_worker(int stage, wire_call *c, const void *args, validator_fn v
         c->t[i].offset = size;
         size += (c->t[i].bytes + 63) / 64 * 64;
     }
-    if (ensure_shm(w, size, error, sizeof error)) { cJSON_Delete(c->params); return fail_call(err, KVC_ERR_NOMEM, "%s", error); }
+    if (ensure_shm(w, size, error, sizeof error)) { cJSON_Delete(c->params); return kvc_fail(err, KVC_ERR_NOMEM, "%s", error); }
     for (int i = 0; i < c->n; i++)
         if (c->t[i].data && c->t[i].bytes) memcpy(w->shm + c->t[i].offset, c->t[i].data, c->t[i].bytes);
     cJSON *request = request_json(stage_names[stage], c, w->shm_size);
@@ -397,14 +386,14 @@ static int call_worker(int stage, wire_call *c, const void *args, validator_fn v
     if (!line) {
         char how[200];
         describe_end(end_worker(w, 0), how, sizeof how);
-        return fail_call(err, KVC_ERR_CRASHED, "%s: %s", stage_names[stage], how);
+        return kvc_fail(err, KVC_ERR_CRASHED, "%s: %s", stage_names[stage], how);
     }
     cJSON *reply = cJSON_Parse(line);
     free(line);
     for (int i = 0; i < c->n; i++)
         if (c->t[i].output && c->t[i].data && c->t[i].bytes) memcpy(c->t[i].data, w->shm + c->t[i].offset, c->t[i].bytes);
     int rc = reply ? reply_status(stage, reply, args, validate, err)
-                   : fail_call(err, KVC_ERR_CANDIDATE, "protocol: the Python worker sent a line that is not JSON");
+                   : kvc_fail(err, KVC_ERR_CANDIDATE, "protocol: the Python worker sent a line that is not JSON");
     if (!reply || must_restart(reply)) end_worker(w, 1);
     cJSON_Delete(reply);
     return rc;
@@ -419,7 +408,7 @@ static int validate_quant_insert(const void *a, kvc_error *e) { return kvc_valid
 static int validate_plain_insert(const void *a, kvc_error *e) { return kvc_validate_v41_insert(a, 0, e); }
 
 static int negative_size(kvc_error *err, const char *what, int64_t value) {
-    return fail_call(err, KVC_ERR_PARAM, "%s = %lld is negative", what, (long long)value);
+    return kvc_fail(err, KVC_ERR_PARAM, "%s = %lld is negative", what, (long long)value);
 }
 
 static int py_v4_save(const kvc_v4_save_args *a, kvc_error *err) {

@@ -4,9 +4,8 @@ the command that replays the saved case."""
 import os
 import tempfile
 
-from .case import Case, compare, reference, save_case, Rejected
+from .case import _call_candidate, compare, reference, save_case, Rejected
 from .fuzzing import fuzz
-from .torch_case import TorchCase
 
 
 def _save_for_repro(case, save_dir):
@@ -53,14 +52,7 @@ def assert_fuzz_passes(candidate, **options):
 def run_candidate(candidate, case):
     """candidate(case) in this process on a writable copy of the case's
     inputs; its outputs {name: array} (None: read back in place)."""
-    work = Case(case.stage, case.params, {k: v.copy() for k, v in case.inputs.items()}, case.source, case.meta,
-                case.path, dict(case.info))
-    result = candidate(work)
-    if result is None:
-        return {name: work.tensors[name] for name in case.output_names}
-    if isinstance(result, TorchCase):
-        return result.outputs()
-    return {name: (value.outputs()[name] if isinstance(value, TorchCase) else value) for name, value in dict(result).items()}
+    return _call_candidate(candidate, case)
 
 
 def matches_reference(candidate, case, policy="exact"):
