@@ -11,7 +11,8 @@ without an install, ``pytest -p kvcmp.pytest_plugin``).
 """
 import pytest
 
-from .fuzzing import fuzz, stages_of
+# kvcmp (and its library) loads when a test asks for it, not at every
+# pytest start of an environment that has the wheel installed.
 
 
 def pytest_configure(config):
@@ -24,12 +25,14 @@ def pytest_generate_tests(metafunc):
     marker = metafunc.definition.get_closest_marker("kvcmp_candidate")
     if marker is None or not marker.args:
         raise pytest.UsageError("%s takes kvcmp_stage: mark it @pytest.mark.kvcmp_candidate(candidate)" % metafunc.function.__name__)
+    from .fuzzing import stages_of
     metafunc.parametrize("kvcmp_stage", stages_of(marker.args[0]))
 
 
 @pytest.fixture
 def kvcmp_fuzz(tmp_path):
     def run(candidate, **options):
+        from .fuzzing import fuzz
         options.setdefault("out", str(tmp_path / "kvcmp-out"))
         options.setdefault("quiet", True)
         summary = fuzz(candidate, **options)
