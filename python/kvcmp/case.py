@@ -311,7 +311,16 @@ def candidate_name(candidate):
 
 
 def repro_command(candidate, policy, path):
-    return "python3 -m kvcmp replay --candidate %s --policy %s %s" % (candidate_name(candidate), policy, path)
+    """The command that replays the case at path through candidate, with
+    this interpreter (whose python -m kvcmp also runs the candidate)."""
+    import shlex
+    import sys
+    from .fuzzing import candidate_spec
+    try:
+        spec = candidate_spec(candidate) if candidate is not None else "py:FILE.py:FUNCTION"
+    except ValueError:
+        spec = "py:" + candidate_name(candidate)
+    return "%s -m kvcmp replay --impl %s --policy %s %s" % (shlex.quote(sys.executable), spec, policy, path)
 
 
 def compare(case, outputs, policy="exact", candidate=None):

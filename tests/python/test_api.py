@@ -3,6 +3,7 @@ helpers, torch tensors as vLLM passes them, the assertion message."""
 import glob
 import json
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -55,7 +56,7 @@ def test_one_bit_difference_is_classified(shared):
     assert result.first.got[0] == result.first.expected[0] ^ 1
     assert result.first.expected[0] == case.expected["kv_cache"].reshape(-1)[at]
     assert "page %d row %d nope[%d] (NoPE code)" % (page, row, column) in result.first.where
-    assert result.repro.startswith("python3 -m kvcmp replay --candidate")
+    assert result.repro.startswith("%s -m kvcmp replay --impl py:" % sys.executable), result.repro
     vllm = kvcmp.compare(case, got, policy="vllm")
     assert vllm.passed and vllm.differs and vllm.regions["NoPE code"].failing == 0
     with pytest.raises(kvcmp.Error, match="unknown policy 'close'"):
@@ -144,5 +145,5 @@ def test_assert_matches_reference(tmp_path):
     message = str(raised.value)
     assert "RoPE value x1 (max 1 step)" in message and "first: kv_cache row" in message
     saved = os.path.join(str(tmp_path), case.info["name"])
-    assert "__REPRO: python3 -m kvcmp replay --candidate my_kernels:insert --policy exact " + saved in message
+    assert "__REPRO: %s -m kvcmp replay --impl py:my_kernels:insert --policy exact %s" % (sys.executable, saved) in message
     assert os.path.exists(os.path.join(saved, "kv_cache.out.npy"))
