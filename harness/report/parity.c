@@ -113,17 +113,26 @@ static int has_expected_outputs(const kvc_case *c) {
     return 0;
 }
 
-/* The other side is the case's NAME.out tensors (an upstream case) or,
- * with an outside status, the outside outputs NAME.got. */
-static void add_case(kvc_parity_report *report, const kvc_case *c, const char *dir, const kvc_outside_status *outside) {
+/* The group of case c (by source and stage), with the case counted in it
+ * and w set to walk it; NULL when out of memory. */
+static kvc_parity_group *count_case(kvc_parity_report *report, const kvc_case *c, const char *dir, walk *w) {
     char source[64], stage[64];
     kvc_case_source_label(c, source, sizeof source);
     stage_key(c, stage, sizeof stage);
     kvc_parity_group *g = group_for(report, source, stage);
-    if (!g) return;
-    walk w = {.group = g, .dir = dir};
+    if (!g) return NULL;
+    *w = (walk){.group = g, .dir = dir};
     g->cases++;
     report->cases++;
+    return g;
+}
+
+/* The other side is the case's NAME.out tensors (an upstream case) or,
+ * with an outside status, the outside outputs NAME.got. */
+static void add_case(kvc_parity_report *report, const kvc_case *c, const char *dir, const kvc_outside_status *outside) {
+    walk w;
+    kvc_parity_group *g = count_case(report, c, dir, &w);
+    if (!g) return;
     kvc_run_result result;
     int status = kvc_run_case(&kvc_reference_backend, c, NULL, &result);
     char verdict[1400];
@@ -171,14 +180,9 @@ void kvc_parity_add_case(kvc_parity_report *report, const kvc_case *c, const cha
 
 /* A case whose outside outputs cannot be read: a stage error of its group. */
 static void add_unreadable_outside(kvc_parity_report *report, const kvc_case *c, const char *dir, const char *error) {
-    char source[64], stage[64];
-    kvc_case_source_label(c, source, sizeof source);
-    stage_key(c, stage, sizeof stage);
-    kvc_parity_group *g = group_for(report, source, stage);
+    walk w;
+    kvc_parity_group *g = count_case(report, c, dir, &w);
     if (!g) return;
-    walk w = {.group = g, .dir = dir};
-    g->cases++;
-    report->cases++;
     add_cause(&w, KVC_CAUSE_STAGE_ERROR, "cannot read the outside outputs: %s", error);
     if (!g->first_differing[0]) snprintf(g->first_differing, sizeof g->first_differing, "%.239s", dir);
 }
