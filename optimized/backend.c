@@ -1,6 +1,8 @@
 /* The optimized backend table, offered only on a CPU with the AVX-512
  * subsets its files are compiled for. */
 #include <stdio.h>
+#include <stdlib.h>
+#include <strings.h>
 
 #include "optimized/optimized.h"
 #include "optimized/stages.h"
@@ -15,6 +17,20 @@ static const kvc_backend optimized_backend = {
 };
 
 double opt_nanoseconds_per_thread = OPT_NANOSECONDS_PER_THREAD;
+double opt_nanoseconds_per_wake = OPT_NANOSECONDS_PER_WAKE;
+
+static int sleeping_threads(const char *policy) { return policy && strcasecmp(policy, "passive") == 0; }
+double opt_thread_work_for_policy(const char *policy) {
+    return sleeping_threads(policy) ? OPT_NANOSECONDS_PER_THREAD : OPT_NANOSECONDS_PER_SPINNING_THREAD;
+}
+double opt_wake_cost_for_policy(const char *policy) { return sleeping_threads(policy) ? OPT_NANOSECONDS_PER_WAKE : 0; }
+
+/* libgomp reads OMP_WAIT_POLICY once, at load; so does this. */
+__attribute__((constructor)) static void thread_rule_for_the_wait_policy(void) {
+    const char *policy = getenv("OMP_WAIT_POLICY");
+    opt_nanoseconds_per_thread = opt_thread_work_for_policy(policy);
+    opt_nanoseconds_per_wake = opt_wake_cost_for_policy(policy);
+}
 
 void kvc_optimized_set_thread_work(double nanoseconds) { opt_nanoseconds_per_thread = nanoseconds; }
 double kvc_optimized_thread_work(void) { return opt_nanoseconds_per_thread; }

@@ -11,7 +11,7 @@ const kvc_backend *kvc_optimized_backend_get(char *error, size_t error_size);
 
 /* Each stage runs on as many of the allowed threads as its work pays
  * for: at least `nanoseconds` of estimated one-thread work per thread
- * (default OPT_NANOSECONDS_PER_THREAD, 10 us).  0 uses every allowed thread,
+ * (default: 10 us under OMP_WAIT_POLICY=passive, 2 us otherwise; stages.h).  0 uses every allowed thread,
  * as the fuzzer does, so that its 1-vs-N-thread check splits even small
  * cases over the threads. */
 void kvc_optimized_set_thread_work(double nanoseconds);

@@ -11,29 +11,36 @@
 
 /* How many threads a call pays for.  A stage splits its work over every
  * thread it is allowed (omp_get_max_threads), but gives each thread at
- * least this much of its estimated one-thread time: starting the team
- * costs microseconds (on the 2-core VM of issue 20: about 3 us while the
- * threads still spin, 6-12 us for a futex wake under
- * OMP_WAIT_POLICY=passive, up to ~60 us after a pause on a loaded host),
- * so a thread with less work than this saves about what it costs.  A
- * minimum per thread, not a cap: a call of 16 x this much work gets 16
- * threads.  In a stage's own units (estimates below): 10 us is about 4
- * closing tokens of V4 R=4 D=512 (4096 exps each), 1 of R=128 D=128
- * (16384 exps), 10 V4.1 R=2 decode tokens (a 4 KiB row, 512 exps and a
- * ring row each), 200 KB of V4 state rows read and written, or 80
- * inserted rows.  The rule before issue 20, one thread per 100 us, was
- * tuned on a loaded 2-core VM and kept a V4 decode of 64 requests and a
- * V4.1 decode on one thread at any core count.  The rule does not look
- * at the host's load: where other jobs hold the cores, a second thread
- * waits for one, and a decode call is faster on one thread. */
+ * least a minimum of its estimated one-thread time, because starting a
+ * thread of the team costs that much.  A minimum per thread, not a cap:
+ * a call of 16 x the minimum gets 16 threads.  What a start costs
+ * depends on where the threads wait between calls (OMP_WAIT_POLICY).
+ * Measured on a quiet 16-core Xeon, 64-request V4 decode, 2026-12-02
+ * (measurements/bench-16core-policy-2026-12-02-*.txt):
+ * - default or active (threads spin for a while after a call): a start
+ *   costs about a microsecond; every thread took 0.037-0.039 ms at 16
+ *   threads against 0.14 ms on the 5 that the passive rule below gives.
+ *   Spinning teams get a 2 us minimum and nothing else.
+ * - passive (threads sleep between calls; the fuzzer's choice): the
+ *   master wakes them one by one, 5-12 us each, so a call of one-thread
+ *   time W on n threads takes about W / n + c n, least at n = sqrt(W / c)
+ *   with c = 5 us; with every thread at >= 10 us each (no wake-up term)
+ *   the decode took 0.114 ms on 16 threads in one run and 0.425 in the
+ *   next, slower than 1 thread (0.320), against 0.10-0.18 ms at 4-5.
+ * In a stage's own units (estimates below), 10 us is about 4 closing
+ * tokens of V4 R=4 D=512 (4096 exps each), 1 of R=128 D=128 (16384
+ * exps), 10 V4.1 R=2 decode tokens (a 4 KiB row, 512 exps and a ring
+ * row each), 200 KB of V4 state rows read and written, or 80 inserted
+ * rows.  The rule does not look at the host's load: where other jobs
+ * hold the cores, a second thread waits for one. */
 #define OPT_NANOSECONDS_PER_THREAD 10000.0
-/* Starting a team is not free per call but per thread: under
- * OMP_WAIT_POLICY=passive the master wakes the threads one by one, so a
- * call of one-thread time W on n threads takes about W / n + c n, least
- * at n = sqrt(W / c).  Measured on a 16-core Xeon (2026-12-02, passive):
- * a 64-request V4 decode took 0.31 ms on 1 thread, 0.12-0.14 on 4,
- * 0.17-0.18 on 8 and 0.48-0.62 on 16; c = 5 us puts it at 5 threads. */
 #define OPT_NANOSECONDS_PER_WAKE 5000.0
+#define OPT_NANOSECONDS_PER_SPINNING_THREAD 2000.0
+/* The per-thread minimum and the wake-up cost for a wait policy (the
+ * value of OMP_WAIT_POLICY, NULL when unset): 10 us and 5 us for
+ * passive, 2 us and none for active or libgomp's default. */
+double opt_thread_work_for_policy(const char *policy);
+double opt_wake_cost_for_policy(const char *policy);
 /* Estimates of one thread's time, from the bench on a 2-core host. */
 #define OPT_NANOSECONDS_PER_EXP 0.6
 #define OPT_NANOSECONDS_PER_BYTE 0.05
@@ -45,12 +52,15 @@
  * The count decides which thread computes a row, never how: every
  * output bit is the same at any count. */
 extern double opt_nanoseconds_per_thread;   /* kvc_optimized_set_thread_work */
+extern double opt_nanoseconds_per_wake;     /* set with it from the wait policy */
 static inline int opt_threads_for(double nanoseconds) {
     int allowed = omp_get_max_threads();
     if (opt_nanoseconds_per_thread <= 0) return allowed;
     double useful = nanoseconds / opt_nanoseconds_per_thread;
-    double woken = sqrt(nanoseconds * (opt_nanoseconds_per_thread / OPT_NANOSECONDS_PER_THREAD) / OPT_NANOSECONDS_PER_WAKE);
-    if (woken < useful) useful = woken;
+    if (opt_nanoseconds_per_wake > 0) {
+        double woken = sqrt(nanoseconds / opt_nanoseconds_per_wake);
+        if (woken < useful) useful = woken;
+    }
     return useful < 1 ? 1 : useful < allowed ? (int)useful : allowed;
 }
 
