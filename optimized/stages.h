@@ -16,7 +16,7 @@
  * a call of 16 x the minimum gets 16 threads.  What a start costs
  * depends on where the threads wait between calls (OMP_WAIT_POLICY).
  * Measured on a quiet 16-core Xeon, 64-request V4 decode, 2026-12-02
- * (measurements/bench-16core-policy-2026-12-02-*.txt):
+ * (measurements/bench-16core-*2026-12-02-*.txt):
  * - default or active (threads spin for a while after a call): a start
  *   costs about a microsecond; every thread took 0.037-0.039 ms at 16
  *   threads against 0.14 ms on the 5 that the passive rule below gives.
