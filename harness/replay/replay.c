@@ -538,7 +538,7 @@ static void report_problem(const kvc_replay_options *options, kvc_replay_totals 
     shown_case shown;
     show(&shown, label, path, why, "");
     count_verdict(totals, label, KVC_REPLAY_FAIL);
-    if (!options->silent) print_case_line("FAIL", &shown, 0);
+    print_case_line("FAIL", &shown, 0);   /* the command line's replay: never silent */
     if (!options->junit) return;
     char classname[sizeof shown.label + 8];
     snprintf(classname, sizeof classname, "replay.%s", shown.label);
@@ -549,27 +549,17 @@ static void report_problem(const kvc_replay_options *options, kvc_replay_totals 
  * two directories named CASE would be judged by one runner's outputs. */
 static void report_name_clashes(const kvc_replay_options *options, kvc_replay_totals *totals, const kvc_case_walk *walks,
                                 int num_walks) {
-    int total = 0;
-    for (int i = 0; i < num_walks; i++) total += walks[i].count;
-    char **dirs = malloc((size_t)(total ? total : 1) * sizeof *dirs);
-    int *clash_with = malloc((size_t)(total ? total : 1) * sizeof *clash_with);
-    int n = 0;
-    for (int i = 0; dirs && i < num_walks; i++)
-        for (int k = 0; k < walks[i].count; k++) dirs[n++] = walks[i].dirs[k];
-    if (!dirs || !clash_with || kvc_case_name_clashes(dirs, n, clash_with) < 0) {
-        report_problem(options, totals, "outputs", options->outputs_dir, "out of memory checking the case names");
-        n = 0;
-    }
-    for (int i = 0; i < n; i++) {
-        if (clash_with[i] < 0) continue;
+    const char **pairs;
+    int clashes = kvc_case_name_clashes(walks, num_walks, &pairs);
+    if (clashes < 0) report_problem(options, totals, "outputs", options->outputs_dir, "out of memory checking the case names");
+    for (int i = 0; i < clashes; i++) {
         char name[256], why[PATH_MAX + 1200];
-        kvc_case_dir_name(dirs[i], name, sizeof name);
+        kvc_case_dir_name(pairs[2 * i], name, sizeof name);
         snprintf(why, sizeof why, "the case directory %s has the same name, so both would be judged by %.500s/%s (rename one, or "
-                 "replay them with separate --outputs folders)", dirs[clash_with[i]], options->outputs_dir, name);
-        report_problem(options, totals, "outputs", dirs[i], why);
+                 "replay them with separate --outputs folders)", pairs[2 * i + 1], options->outputs_dir, name);
+        report_problem(options, totals, "outputs", pairs[2 * i], why);
     }
-    free(dirs);
-    free(clash_with);
+    free(pairs);
 }
 
 /* Replays every case under the paths; 0 when all passed, else 1 (2 when
@@ -589,7 +579,7 @@ static int replay_paths(char **paths, int num_paths, kvc_replay_options *options
     for (int i = 0; i < num_paths; i++) {
         kvc_walk_cases(paths[i], &walks[i]);
         for (int k = 0; k < walks[i].num_refused; k++)
-            report_problem(&options, &totals, "unreadable", walks[i].refused[k], walks[i].why[k]);
+            report_problem(&options, &totals, "unreadable", walks[i].refused[k].path, walks[i].refused[k].why);
         if (walks[i].count == 0 && walks[i].num_refused == 0) {
             fprintf(stderr, "kvcmp replay: no case directory (with case.json) under %s\n", paths[i]);
             totals.failed++;

@@ -40,10 +40,13 @@ typedef struct {
  * given), an entry it could not stat or read, a directory whose paths
  * would exceed PATH_MAX.  Names starting with '.' are skipped. */
 typedef struct {
+    char *path, *why;
+} kvc_refusal;
+
+typedef struct {
     char **dirs;
     int count;
-    char **refused;               /* the entries refused, */
-    char **why;                   /* and why, in words */
+    kvc_refusal *refused;
     int num_refused;
 } kvc_case_walk;
 
@@ -57,10 +60,11 @@ void kvc_free_case_list(char **dirs, int count);
 /* CASE, the last component of a case directory's path: the folder of its
  * outputs under --outputs. */
 void kvc_case_dir_name(const char *case_dir, char *out, size_t size);
-/* Directories of one name would read one --outputs folder: clash_with[i]
- * is the index of the first directory named like dirs[i] when that is
- * another, else -1.  Returns how many clash (-1: out of memory). */
-int kvc_case_name_clashes(char *const *dirs, int count, int *clash_with);
+/* Case directories of one name would be judged by one --outputs folder:
+ * each directory after the first of its name, in the walks' order, as a
+ * pair (*pairs)[2i] (the directory) and [2i+1] (the first of its name;
+ * malloc'ed, the strings the walks').  Returns how many (-1: out of memory). */
+int kvc_case_name_clashes(const kvc_case_walk *walks, int num_walks, const char ***pairs);
 /* text for a terminal or a report: bytes outside printable ASCII
  * (control characters, escape sequences, anything else) as \xNN,
  * truncated to fit.  Returns out. */

@@ -1,7 +1,6 @@
 /* The case walk of replay and report parity: see replay.h. */
 #include "harness/replay/replay.h"
 
-#include <errno.h>
 #include <fts.h>
 #include <limits.h>
 #include <stdio.h>
@@ -22,15 +21,12 @@ static int push(char ***list, int *count, int *capacity, const char *text) {
 static void add_refusal(kvc_case_walk *walk, int *capacity, const char *path, const char *why) {
     if (walk->num_refused == *capacity) {
         int grown = *capacity ? 2 * *capacity : 16;
-        char **paths = realloc(walk->refused, (size_t)grown * sizeof *paths);
-        if (paths) walk->refused = paths;
-        char **reasons = realloc(walk->why, (size_t)grown * sizeof *reasons);
-        if (reasons) walk->why = reasons;
-        if (!paths || !reasons) return;
+        kvc_refusal *more = realloc(walk->refused, (size_t)grown * sizeof *more);
+        if (!more) return;
+        walk->refused = more;
         *capacity = grown;
     }
-    walk->refused[walk->num_refused] = strdup(path);
-    walk->why[walk->num_refused++] = strdup(why);
+    walk->refused[walk->num_refused++] = (kvc_refusal){strdup(path), strdup(why)};
 }
 
 static int compare_entries(const FTSENT **a, const FTSENT **b) { return strcmp((*a)->fts_name, (*b)->fts_name); }
@@ -42,14 +38,13 @@ static int compare_names(const void *a, const void *b) { return strcmp(*(char *c
  * PATH_MAX among them), and a symlink is never followed, so a case tree
  * cannot send kvcmp outside itself. */
 static const char *refusal(const FTSENT *e, char *why, size_t size) {
-    if (e->fts_info == FTS_SL || e->fts_info == FTS_SLNONE) {
+    if (e->fts_info == FTS_SL) {
         snprintf(why, size, "a symbolic link: the case walk does not follow links (name the target on the command line, or copy the "
                             "cases in)");
         return why;
     }
-    if (e->fts_info == FTS_NS || e->fts_info == FTS_DNR || e->fts_info == FTS_ERR) {
-        snprintf(why, size, "cannot read it: %s%s", strerror(e->fts_errno),
-                 e->fts_errno == ENAMETOOLONG ? " (move the cases to a shorter path)" : "");
+    if (e->fts_errno) {   /* FTS_NS, FTS_DNR, FTS_ERR */
+        snprintf(why, size, "cannot read it: %s (make it readable, or move the cases to a shorter path)", strerror(e->fts_errno));
         return why;
     }
     if (e->fts_info == FTS_D && strlen(e->fts_path) + sizeof "/case.json" > PATH_MAX) {
@@ -89,8 +84,11 @@ int kvc_walk_cases(const char *path, kvc_case_walk *walk) {
 
 void kvc_case_walk_free(kvc_case_walk *walk) {
     kvc_free_case_list(walk->dirs, walk->count);
-    kvc_free_case_list(walk->refused, walk->num_refused);
-    kvc_free_case_list(walk->why, walk->num_refused);
+    for (int i = 0; i < walk->num_refused; i++) {
+        free(walk->refused[i].path);
+        free(walk->refused[i].why);
+    }
+    free(walk->refused);
     memset(walk, 0, sizeof *walk);
 }
 
@@ -121,30 +119,39 @@ void kvc_case_dir_name(const char *case_dir, char *out, size_t size) {
 
 typedef struct {
     char name[256];
-    int index;
+    const char *dir;
+    int order;
 } named_dir;
 
 static int compare_named(const void *a, const void *b) {
     const named_dir *x = a, *y = b;
     int c = strcmp(x->name, y->name);
-    return c ? c : x->index - y->index;
+    return c ? c : x->order - y->order;
 }
 
-int kvc_case_name_clashes(char *const *dirs, int count, int *clash_with) {
-    named_dir *sorted = malloc((size_t)(count ? count : 1) * sizeof *sorted);
-    if (!sorted) return -1;
-    for (int i = 0; i < count; i++) {
-        kvc_case_dir_name(dirs[i], sorted[i].name, sizeof sorted[i].name);
-        sorted[i].index = i;
-        clash_with[i] = -1;
+int kvc_case_name_clashes(const kvc_case_walk *walks, int num_walks, const char ***pairs) {
+    int total = 0, clashes = 0;
+    for (int i = 0; i < num_walks; i++) total += walks[i].count;
+    named_dir *sorted = calloc((size_t)total + 1, sizeof *sorted);
+    *pairs = calloc(2 * (size_t)total + 1, sizeof **pairs);
+    if (!sorted || !*pairs) {
+        free(sorted);
+        free(*pairs);
+        *pairs = NULL;
+        return -1;
     }
-    qsort(sorted, (size_t)count, sizeof *sorted, compare_named);
-    int clashes = 0;
+    for (int i = 0, n = 0; i < num_walks; i++)
+        for (int k = 0; k < walks[i].count; k++, n++) {
+            kvc_case_dir_name(walks[i].dirs[k], sorted[n].name, sizeof sorted[n].name);
+            sorted[n].dir = walks[i].dirs[k];
+            sorted[n].order = n;
+        }
+    qsort(sorted, (size_t)total, sizeof *sorted, compare_named);
     /* Each directory after the first of its name clashes with that first one. */
-    for (int i = 1, first = 0; i < count; i++) {
+    for (int i = 1, first = 0; i < total; i++) {
         if (strcmp(sorted[i].name, sorted[first].name) != 0) { first = i; continue; }
-        clash_with[sorted[i].index] = sorted[first].index;
-        clashes++;
+        (*pairs)[2 * clashes] = sorted[i].dir;
+        (*pairs)[2 * clashes++ + 1] = sorted[first].dir;
     }
     free(sorted);
     return clashes;

@@ -117,9 +117,9 @@ Test(reads, the_walk_refuses_symlinks_out_of_the_tree, .timeout = 30) {
     kvc_case_walk walk;
     cr_expect_eq(kvc_walk_cases(tree, &walk), 1, "a case outside the tree was found through a link");
     cr_assert_eq(walk.num_refused, 2);
-    cr_expect(strstr(walk.refused[0], "/tree/to-outside") != NULL, "%s", walk.refused[0]);
-    cr_expect(strstr(walk.refused[1], "/tree/to-usr") != NULL, "%s", walk.refused[1]);
-    cr_expect(strstr(walk.why[1], "a symbolic link: the case walk does not follow links") != NULL, "%s", walk.why[1]);
+    cr_expect(strstr(walk.refused[0].path, "/tree/to-outside") != NULL, "%s", walk.refused[0].path);
+    cr_expect(strstr(walk.refused[1].path, "/tree/to-usr") != NULL, "%s", walk.refused[1].path);
+    cr_expect(strstr(walk.refused[1].why, "a symbolic link: the case walk does not follow links") != NULL, "%s", walk.refused[1].why);
     kvc_case_walk_free(&walk);
     /* Replayed: the links are FAIL lines, counted, and in the JUnit file. */
     char junit[256];
@@ -336,6 +336,17 @@ Test(reads, a_case_past_path_max_is_reported_not_dropped, .timeout = 60) {
     cr_assert_eq(rename(dir, deep), 0, "%s", strerror(errno));
     cr_expect_eq(kvc_case_load(deep, &c, error, sizeof error), -1);
     cr_expect(strstr(error, ".npy: path longer than 4095 bytes") != NULL, "%s", error);
+    /* The walk refuses a directory whose case.json would be past PATH_MAX. */
+    char walked[128];
+    snprintf(walked, sizeof walked, "%s/w", root);
+    cr_assert_eq(mkdir(walked, 0700), 0);
+    make_long_dir(walked, 4090, deep, sizeof deep);
+    kvc_case_walk walk;
+    cr_expect_eq(kvc_walk_cases(walked, &walk), 0);
+    cr_assert_eq(walk.num_refused, 1);
+    cr_expect_eq(strlen(walk.refused[0].path), 4090);
+    cr_expect(strstr(walk.refused[0].why, "paths would be longer than 4095 bytes") != NULL, "%s", walk.refused[0].why);
+    kvc_case_walk_free(&walk);
     char command[128];
     snprintf(command, sizeof command, "rm -rf %s", root);
     cr_expect_eq(system(command), 0);
