@@ -25,12 +25,16 @@ const char *kvc_dtype_descr(kvc_dtype dtype) { return descrs[dtype]; }
  * shape a tuple of non-negative decimal integers (one element needs its
  * trailing comma, as in Python); anything else is refused by name. */
 typedef struct {
-    const char *p, *end;
+    const char *start, *p, *end;   /* start: the dictionary, at byte 10 of the file */
     char *error;
     size_t error_size;
 } header_cursor;
 
 #define HFAIL(h, ...) do { snprintf((h)->error, (h)->error_size, __VA_ARGS__); return -1; } while (0)
+
+/* Where the cursor is, as a byte offset in the file: messages name
+ * places, never the file's own bytes. */
+static ptrdiff_t byte_at(const header_cursor *h) { return 10 + (h->p - h->start); }
 
 static void skip_space(header_cursor *h) {
     while (h->p < h->end && *h->p == ' ') h->p++;
@@ -119,7 +123,7 @@ static int parse_header(header_cursor *h, kvc_array *out) {
     h->p++;
     while (!at(h, '}')) {
         char key[32];
-        if (parse_string(h, key, sizeof key)) HFAIL(h, "header: expected a quoted key, found '%.20s'", h->p);
+        if (parse_string(h, key, sizeof key)) HFAIL(h, "header: expected a quoted key at byte %td", byte_at(h));
         int k = 0;
         while (k < 3 && strcmp(key, keys[k]) != 0) k++;
         if (k == 3) HFAIL(h, "header: unexpected key '%s' (only descr, fortran_order and shape)", key);
@@ -129,16 +133,18 @@ static int parse_header(header_cursor *h, kvc_array *out) {
         int rc = k == 0 ? parse_descr(h, out) : k == 1 ? parse_fortran_order(h) : parse_shape(h, out);
         if (rc) return -1;
         if (at(h, ',')) { h->p++; continue; }
-        if (!at(h, '}')) HFAIL(h, "header: expected ',' or '}' after '%s', found '%.20s'", key, h->p);
+        if (!at(h, '}')) HFAIL(h, "header: expected ',' or '}' after '%s' at byte %td", key, byte_at(h));
     }
     h->p++;
     if (!seen[0] || !seen[1] || !seen[2]) HFAIL(h, "header lacks descr, fortran_order or shape");
     skip_space(h);
-    if (h->p != h->end - 1 || *h->p != '\n') HFAIL(h, "header: '%.20s' after the dictionary (only spaces and a newline may follow)", h->p);
+    if (h->p != h->end - 1 || *h->p != '\n') HFAIL(h, "header: byte %td is after the dictionary (only spaces and a newline may follow)", byte_at(h));
     return 0;
 }
 
-int kvc_npy_parse(const uint8_t *bytes, size_t size, kvc_array *out, char *error, size_t error_size) {
+/* The magic, version and header dictionary at the start of bytes; the
+ * data begins at *offset. */
+static int parse_prefix(const uint8_t *bytes, size_t size, kvc_array *out, size_t *offset, char *error, size_t error_size) {
     memset(out, 0, sizeof *out);
     if (size < 10 || memcmp(bytes, "\x93NUMPY", 6) != 0) FAIL("not a .npy file (bad magic)");
     if (bytes[6] != 1 || bytes[7] != 0) FAIL("unsupported .npy version %d.%d (only 1.0)", bytes[6], bytes[7]);
@@ -147,12 +153,27 @@ int kvc_npy_parse(const uint8_t *bytes, size_t size, kvc_array *out, char *error
     const char *dict = (const char *)bytes + 10, *end = dict + header_len;
     if (header_len == 0 || dict[0] != '{' || end[-1] != '\n') FAIL("header is not a dictionary ending in a newline");
     if (memchr(dict, 0, header_len)) FAIL("header holds a NUL byte");
-    header_cursor h = {.p = dict, .end = end, .error = error, .error_size = error_size};
+    header_cursor h = {.start = dict, .p = dict, .end = end, .error = error, .error_size = error_size};
     if (parse_header(&h, out)) { memset(out, 0, sizeof *out); return -1; }
-    size_t data_bytes = (size_t)out->count * (size_t)sizes[out->dtype];
-    size_t offset = 10 + header_len;
-    if (size - offset < data_bytes) FAIL("truncated data: %zu bytes, shape needs %zu", size - offset, data_bytes);
-    if (size - offset > data_bytes) FAIL("%zu trailing bytes after the data", size - offset - data_bytes);
+    *offset = 10 + header_len;
+    return 0;
+}
+
+/* The data bytes the header's shape needs against what the file holds
+ * after the header: they must be equal. */
+static int check_data_size(size_t held, size_t needed, char *error, size_t error_size) {
+    if (held < needed) FAIL("truncated data: %zu bytes, shape needs %zu", held, needed);
+    if (held > needed) FAIL("%zu trailing bytes after the data", held - needed);
+    return 0;
+}
+
+static size_t data_size(const kvc_array *a) { return (size_t)a->count * (size_t)sizes[a->dtype]; }
+
+int kvc_npy_parse(const uint8_t *bytes, size_t size, kvc_array *out, char *error, size_t error_size) {
+    size_t offset;
+    if (parse_prefix(bytes, size, out, &offset, error, error_size)) return -1;
+    size_t data_bytes = data_size(out);
+    if (check_data_size(size - offset, data_bytes, error, error_size)) { memset(out, 0, sizeof *out); return -1; }
     out->data = malloc(data_bytes ? data_bytes : 1);
     if (!out->data) FAIL("out of memory");
     memcpy(out->data, bytes + offset, data_bytes);
@@ -168,47 +189,80 @@ static const char *file_type_name(mode_t mode) {
     return "not a regular file";
 }
 
-int kvc_read_regular_file(const char *path, uint8_t **bytes_out, size_t *size_out, char *error, size_t error_size) {
-    *bytes_out = NULL;
-    *size_out = 0;
-    /* O_NONBLOCK: opening a FIFO must not wait for a writer; the type is
-     * checked on the open descriptor, so the file cannot change under us. */
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+/* Opens path for reading as a regular file, its type checked on the
+ * descriptor (the file cannot change under us).  O_NONBLOCK: a FIFO must
+ * not wait for a writer; O_NOFOLLOW: a case tree cannot point kvcmp at a
+ * file outside it through a symlink. */
+static int open_regular(const char *path, struct stat *st, char *error, size_t error_size) {
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0 && errno == ELOOP)
+        FAIL("%s is a symbolic link: kvcmp reads case files only as regular files, never through a link (copy the file in)", path);
     if (fd < 0) FAIL("cannot open %s: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0) { int e = errno; close(fd); FAIL("cannot stat %s: %s", path, strerror(e)); }
-    if (!S_ISREG(st.st_mode)) { close(fd); FAIL("%s is %s, not a regular file", path, file_type_name(st.st_mode)); }
-    uint8_t *bytes = malloc((size_t)st.st_size + 1);
-    if (!bytes) { close(fd); FAIL("out of memory reading %s (%lld bytes)", path, (long long)st.st_size); }
+    if (fstat(fd, st) != 0) { int e = errno; close(fd); FAIL("cannot stat %s: %s", path, strerror(e)); }
+    if (!S_ISREG(st->st_mode)) { close(fd); FAIL("%s is %s, not a regular file", path, file_type_name(st->st_mode)); }
+    return fd;
+}
+
+/* Reads size bytes from fd into buffer; 0, or -1 with the reason. */
+static int read_exactly(int fd, const char *path, uint8_t *buffer, size_t size, char *error, size_t error_size) {
     size_t got = 0;
-    while (got < (size_t)st.st_size) {
-        ssize_t n = read(fd, bytes + got, (size_t)st.st_size - got);
+    while (got < size) {
+        ssize_t n = read(fd, buffer + got, size - got);
         if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) {
-            int e = n < 0 ? errno : 0;
-            close(fd);
-            free(bytes);
-            FAIL("cannot read %s: %s", path, e ? strerror(e) : "the file shrank while being read");
-        }
+        if (n < 0) FAIL("cannot read %s: %s", path, strerror(errno));
+        if (n == 0) FAIL("cannot read %s: the file shrank while being read", path);
         got += (size_t)n;
     }
-    close(fd);
-    bytes[got] = 0;
-    *bytes_out = bytes;
-    *size_out = got;
     return 0;
 }
 
+int kvc_read_regular_file(const char *path, uint8_t **bytes_out, size_t *size_out, char *error, size_t error_size) {
+    *bytes_out = NULL;
+    *size_out = 0;
+    struct stat st;
+    int fd = open_regular(path, &st, error, error_size);
+    if (fd < 0) return -1;
+    uint8_t *bytes = malloc((size_t)st.st_size + 1);
+    if (!bytes) { close(fd); FAIL("out of memory reading %s (%lld bytes)", path, (long long)st.st_size); }
+    int rc = read_exactly(fd, path, bytes, (size_t)st.st_size, error, error_size);
+    close(fd);
+    if (rc) { free(bytes); return -1; }
+    bytes[st.st_size] = 0;
+    *bytes_out = bytes;
+    *size_out = (size_t)st.st_size;
+    return 0;
+}
+
+/* The header is read and checked first, then the file's size against
+ * the size its shape needs: a header that claims more (or less) than the
+ * file holds is refused before anything that large is allocated, and the
+ * data is read once, straight into the array. */
 int kvc_npy_read(const char *path, kvc_array *out, char *error, size_t error_size) {
     memset(out, 0, sizeof *out);
-    uint8_t *bytes;
-    size_t size;
-    if (kvc_read_regular_file(path, &bytes, &size, error, error_size)) return -1;
+    struct stat st;
+    int fd = open_regular(path, &st, error, error_size);
+    if (fd < 0) return -1;
+    uint8_t head[10 + 65535];   /* the largest header version 1.0 can declare */
+    size_t head_size = (size_t)st.st_size < sizeof head ? (size_t)st.st_size : sizeof head, offset = 0;
     char inner[256];
-    int rc = kvc_npy_parse(bytes, size, out, inner, sizeof inner);
-    free(bytes);
-    if (rc) FAIL("%s: %s", path, inner);
-    return 0;
+    int rc = read_exactly(fd, path, head, head_size, error, error_size);
+    if (!rc && (parse_prefix(head, head_size, out, &offset, inner, sizeof inner) ||
+                check_data_size((size_t)st.st_size - offset, data_size(out), inner, sizeof inner))) {
+        snprintf(error, error_size, "%s: %s", path, inner);
+        rc = -1;
+    }
+    size_t data_bytes = rc ? 0 : data_size(out), in_head = head_size - offset;
+    if (!rc && !(out->data = malloc(data_bytes ? data_bytes : 1))) {
+        snprintf(error, error_size, "%s: out of memory for %zu data bytes", path, data_bytes);
+        rc = -1;
+    }
+    if (!rc) {
+        memcpy(out->data, head + offset, in_head);
+        rc = read_exactly(fd, path, (uint8_t *)out->data + in_head, data_bytes - in_head, error, error_size);
+    }
+    close(fd);
+    if (rc) kvc_array_free(out);
+    return rc;
 }
 
 int kvc_npy_write(const char *path, const kvc_array *array, char *error, size_t error_size) {

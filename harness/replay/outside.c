@@ -39,15 +39,6 @@ int kvc_has_outside_outputs(const kvc_case *c, const char *case_dir) {
     return access(path, F_OK) == 0;
 }
 
-/* CASE: the last component of the case directory's path. */
-static void case_name(const char *case_dir, char *out, size_t size) {
-    size_t end = strlen(case_dir);
-    while (end > 1 && case_dir[end - 1] == '/') end--;
-    size_t start = end;
-    while (start > 0 && case_dir[start - 1] != '/') start--;
-    snprintf(out, size, "%.*s", (int)(end - start), case_dir + start);
-}
-
 /* The status file at status->path: absent is NO_STATUS, anything but
  * {"status": "ran"|"rejected"|"crashed", "message": STRING?} an error. */
 static int read_status(kvc_outside_status *status, char *error, size_t error_size) {
@@ -96,7 +87,7 @@ int kvc_load_outside_outputs(kvc_case *c, const char *outputs_dir, const char *c
         return read_status(status, error, error_size);
     }
     char name[1024];
-    case_name(case_dir, name, sizeof name);
+    kvc_case_dir_name(case_dir, name, sizeof name);
     snprintf(status->path, sizeof status->path, "%.500s/%.500s/%s", outputs_dir, name, KVC_OUTSIDE_STATUS_FILE);
     if (read_status(status, error, error_size)) return -1;
     const char *names[KVC_MAX_OUTPUTS];

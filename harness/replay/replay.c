@@ -2,7 +2,6 @@
 #include "harness/replay/replay.h"
 
 #include <errno.h>
-#include <fts.h>
 #include <omp.h>
 #include <limits.h>
 #include <stdio.h>
@@ -24,81 +23,6 @@
 #include "harness/report/junit.h"
 #include "harness/report/run_info.h"
 #include "harness/replay/conditions.h"
-
-static int push(char ***dirs, int *count, int *capacity, const char *dir) {
-    if (*count == *capacity) {
-        *capacity = *capacity ? 2 * *capacity : 64;
-        char **grown = realloc(*dirs, (size_t)*capacity * sizeof **dirs);
-        if (!grown) return -1;
-        *dirs = grown;
-    }
-    (*dirs)[(*count)++] = strdup(dir);
-    return 0;
-}
-
-/* The directories already walked, by device and inode: a tree reached
- * again through a symlink (a cycle, or two links to one directory) is
- * walked once. */
-typedef struct {
-    dev_t dev;
-    ino_t ino;
-} dir_id;
-
-typedef struct {
-    dir_id *ids;
-    size_t count, capacity;
-} dir_set;
-
-/* 1 if the directory was new (and is now in the set). */
-static int dir_set_add(dir_set *set, const struct stat *st) {
-    for (size_t i = 0; i < set->count; i++)
-        if (set->ids[i].dev == st->st_dev && set->ids[i].ino == st->st_ino) return 0;
-    if (set->count == set->capacity) {
-        size_t capacity = set->capacity ? 2 * set->capacity : 64;
-        dir_id *grown = realloc(set->ids, capacity * sizeof *grown);
-        if (!grown) return 0;
-        set->ids = grown;
-        set->capacity = capacity;
-    }
-    set->ids[set->count++] = (dir_id){st->st_dev, st->st_ino};
-    return 1;
-}
-
-static int compare_entries(const FTSENT **a, const FTSENT **b) { return strcmp((*a)->fts_name, (*b)->fts_name); }
-
-static int compare_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
-/* fts with FTS_LOGICAL follows symlinks (each directory then counts by
- * what it is, not how it was reached) and only stats entries: a FIFO or
- * a device in the tree is never opened.  A case directory ends the
- * descent: its files are the case's tensors. */
-int kvc_find_cases(const char *path, char ***dirs) {
-    int count = 0, capacity = 0;
-    *dirs = NULL;
-    char *roots[2] = {(char *)path, NULL};
-    FTS *fts = fts_open(roots, FTS_LOGICAL | FTS_NOCHDIR, compare_entries);
-    if (!fts) return 0;
-    dir_set seen = {0};
-    FTSENT *e;
-    while ((e = fts_read(fts)) != NULL) {
-        if (e->fts_info != FTS_D) continue;   /* files, cycles (FTS_DC), unreadable entries, post-order visits */
-        if (e->fts_level > 0 && e->fts_name[0] == '.') { fts_set(fts, e, FTS_SKIP); continue; }
-        if (!dir_set_add(&seen, e->fts_statp)) { fts_set(fts, e, FTS_SKIP); continue; }
-        if (kvc_is_case_dir(e->fts_path)) {
-            push(dirs, &count, &capacity, e->fts_path);
-            fts_set(fts, e, FTS_SKIP);
-        }
-    }
-    fts_close(fts);
-    free(seen.ids);
-    if (count) qsort(*dirs, (size_t)count, sizeof **dirs, compare_names);
-    return count;
-}
-
-void kvc_free_case_list(char **dirs, int count) {
-    for (int i = 0; i < count; i++) free(dirs[i]);
-    free(dirs);
-}
 
 void kvc_case_source_label(const kvc_case *c, char *out, size_t size) {
     size_t n = strcspn(c->source, " :(");
@@ -281,7 +205,7 @@ static int replay_loaded_case(const char *dir, const kvc_replay_options *options
         verdict = KVC_REPLAY_UNSELECTED;
     } else if (unexpected_expected_output(&c, detail, size)) {
         verdict = KVC_REPLAY_FAIL;
-    } else if (options->outputs_dir || kvc_has_outside_outputs(&c, dir)) {
+    } else if (options->outputs_dir || options->outputs_in_case) {
         kvc_outside_status status;
         if (kvc_load_outside_outputs(&c, options->outputs_dir, dir, &status, error, sizeof error))
             snprintf(detail, size, "cannot read the outside outputs: %s", error);
@@ -291,7 +215,12 @@ static int replay_loaded_case(const char *dir, const kvc_replay_options *options
         snprintf(detail, size, "%s offers no %s", options->impl_name, kvc_stage_name(c.stage));
         verdict = KVC_REPLAY_SKIP;
     } else {
+        /* Outside outputs a case directory holds never stand in for the
+         * candidate's run: a pull request could plant them. */
         verdict = judge_case(dir, &c, options, detail, size, report);
+        size_t n = strlen(detail);
+        if (kvc_has_outside_outputs(&c, dir))
+            snprintf(detail + n, size - n, " (the case's NAME.got.npy / status.got.json were not read: --outputs-in-case judges them)");
     }
     kvc_case_free(&c);
     return verdict;
@@ -303,18 +232,39 @@ static double now_seconds(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* A case's strings as shown: its path, case.json's source and the
+ * messages that quote the case's fields come from the case tree, so
+ * every byte a terminal or a report reader could act on is escaped. */
+typedef struct {
+    char label[4 * 64], dir[4 * PATH_MAX], detail[4 * 1400], repro[4 * 2400];
+} shown_case;
+
+static const shown_case *show(shown_case *shown, const char *label, const char *dir, const char *detail, const char *repro) {
+    kvc_escape_text(label, shown->label, sizeof shown->label);
+    kvc_escape_text(dir, shown->dir, sizeof shown->dir);
+    kvc_escape_text(detail, shown->detail, sizeof shown->detail);
+    kvc_escape_text(repro, shown->repro, sizeof shown->repro);
+    return shown;
+}
+
+/* "WORD [label] dir: detail", and the __REPRO line when there is one. */
+static void print_case_line(const char *word, const shown_case *shown, int with_repro) {
+    printf("%s [%s] %s: %s\n", word, shown->label, shown->dir, shown->detail);
+    if (with_repro) printf("  __REPRO: %s\n", shown->repro);
+    fflush(stdout);
+}
+
 /* One case as a JUnit testcase: the source is the class, the directory
  * the name; a failure's message is the classified difference. */
-static void junit_case(struct kvc_junit *junit, int verdict, const char *source, const char *dir, double seconds, const char *detail,
-                       const char *repro) {
-    char classname[96];
-    snprintf(classname, sizeof classname, "replay.%s", source);
+static void junit_case(struct kvc_junit *junit, int verdict, const shown_case *shown, double seconds) {
+    char classname[sizeof shown->label + 8];
+    snprintf(classname, sizeof classname, "replay.%s", shown->label);
     /* A documented upstream difference is not a failure of the contract. */
-    if (verdict == KVC_REPLAY_PASS || verdict == KVC_REPLAY_KNOWN) { kvc_junit_pass(junit, classname, dir, seconds); return; }
-    if (verdict == KVC_REPLAY_SKIP) { kvc_junit_skip(junit, classname, dir, detail); return; }
-    char text[4000];
-    snprintf(text, sizeof text, "%s\n  __REPRO: %s\n", detail, repro);
-    kvc_junit_fail(junit, classname, dir, seconds, "difference", detail, text);
+    if (verdict == KVC_REPLAY_PASS || verdict == KVC_REPLAY_KNOWN) { kvc_junit_pass(junit, classname, shown->dir, seconds); return; }
+    if (verdict == KVC_REPLAY_SKIP) { kvc_junit_skip(junit, classname, shown->dir, shown->detail); return; }
+    char text[sizeof shown->detail + sizeof shown->repro + 16];
+    snprintf(text, sizeof text, "%s\n  __REPRO: %s\n", shown->detail, shown->repro);
+    kvc_junit_fail(junit, classname, shown->dir, seconds, "difference", shown->detail, text);
 }
 
 static void count_verdict(kvc_replay_totals *totals, const char *label, int verdict) {
@@ -339,6 +289,8 @@ static void replay_repro(const kvc_replay_options *options, const char *dir, cha
     if (options->outputs_dir)
         snprintf(repro, size, "%s replay --outputs %s --policy %s %s", kvc_invocation(), options->outputs_dir, policy_name(options->policy),
                  dir);
+    else if (options->outputs_in_case)
+        snprintf(repro, size, "%s replay --outputs-in-case --policy %s %s", kvc_invocation(), policy_name(options->policy), dir);
     else {
         char padding[48] = "";
         if (options->page_padding) snprintf(padding, sizeof padding, " --page-padding %lld", (long long)options->page_padding);
@@ -369,12 +321,12 @@ static int replay_case_outcome(const char *dir, const kvc_replay_options *option
     if (report_out) *report_out = report;
     char repro[2400];
     replay_repro(options, dir, repro, sizeof repro);
-    if (options->junit) junit_case(options->junit, verdict, label, dir, now_seconds() - started, detail, repro);
+    shown_case shown;
+    show(&shown, label, dir, detail, repro);
+    if (options->junit) junit_case(options->junit, verdict, &shown, now_seconds() - started);
     if (options->silent) return verdict;
     static const char *const words[] = {"PASS", "FAIL", "SKIP", "", "KNOWN"};
-    if (failed || verdict == KVC_REPLAY_KNOWN || !options->quiet) printf("%s [%s] %s: %s\n", words[verdict], label, dir, detail);
-    if (failed) printf("  __REPRO: %s\n", repro);
-    fflush(stdout);
+    if (failed || verdict == KVC_REPLAY_KNOWN || !options->quiet) print_case_line(words[verdict], &shown, failed);
     return verdict;
 }
 
@@ -434,14 +386,13 @@ static int replay_case_isolated(const char *dir, const kvc_replay_options *optio
         else kvc_describe_limit(outcome, &limits, how, sizeof how);
         snprintf(out.detail, sizeof out.detail, "%s: the candidate's process %s",
                  outcome == KVC_CHILD_TIMEOUT ? "timeout" : outcome == KVC_CHILD_MEMORY ? "memory" : "crash", how);
-        if (!options->silent) {
-            printf("FAIL [%s] %s: %s\n  __REPRO: %s\n", out.label, dir, out.detail, repro);
-            fflush(stdout);
-        }
+        shown_case shown;
+        if (!options->silent) print_case_line("FAIL", show(&shown, out.label, dir, out.detail, repro), 1);
     }
     if (out.verdict == KVC_REPLAY_UNSELECTED) return out.verdict;
     count_verdict(totals, out.label, out.verdict);
-    if (options->junit) junit_case(options->junit, out.verdict, out.label, dir, now_seconds() - started, out.detail, repro);
+    shown_case shown;
+    if (options->junit) junit_case(options->junit, out.verdict, show(&shown, out.label, dir, out.detail, repro), now_seconds() - started);
     return out.verdict;
 }
 
@@ -450,18 +401,21 @@ static void usage(FILE *out) {
             "usage: kvcmp replay [--impl ref|opt|LIB.so|py:FILE.py:FUNCTION] [--policy exact|vllm] [--page-padding BYTES]\n"
             "                    [--stage LIST] [--timeout SECONDS] [--rss-limit-mb MB] [--junit FILE] [--quiet]\n"
             "                    [--conformance] PATH...\n"
-            "       kvcmp replay --outputs DIR [--policy exact|vllm] [--junit FILE] [--quiet] PATH...\n"
+            "       kvcmp replay (--outputs DIR | --outputs-in-case) [--policy exact|vllm] [--junit FILE] [--quiet] PATH...\n"
             "  PATH is a case directory (with case.json) or a tree of them; options may also follow\n"
             "  the paths, and every argument after -- is a path.  --conformance adds the conformance\n"
             "  corpus (SPEC.md's cases: share/kvcmp/conformance of an install, fixtures/spec-cases of a\n"
             "  checkout).\n"
             "  --outputs DIR: the outputs of an implementation that ran elsewhere, output NAME of case\n"
-            "  directory .../CASE in DIR/CASE/NAME.npy (a case directory holding NAME.got.npy files is\n"
-            "  compared the same way without --outputs); the reference runs on the case's inputs and\n"
-            "  is the expected side. Beside its outputs the outside runner writes DIR/CASE/status.json\n"
-            "  (status.got.json beside NAME.got.npy): {\"status\": \"ran\"|\"rejected\"|\"crashed\",\n"
-            "  \"message\": \"...\"}. A case fails when that file is missing, says crashed, says rejected\n"
-            "  where the reference runs, or says ran where the reference rejects (SPEC.md section 10).\n"
+            "  directory .../CASE in DIR/CASE/NAME.npy (--outputs-in-case: NAME.got.npy in the case\n"
+            "  directory itself; without one of the two, .got files are never read); the reference runs\n"
+            "  on the case's inputs and is the expected side. Beside its outputs the outside runner\n"
+            "  writes DIR/CASE/status.json (status.got.json beside NAME.got.npy): {\"status\": \"ran\"|\n"
+            "  \"rejected\"|\"crashed\", \"message\": \"...\"}. A case fails when that file is missing,\n"
+            "  says crashed, says rejected where the reference runs, or says ran where the reference\n"
+            "  rejects (SPEC.md section 10). Two case directories of one name under --outputs fail.\n"
+            "  The walk never follows a symlink below PATH (each is a FAIL line) and never reads a case\n"
+            "  file through one; an entry it cannot read is a FAIL line too.\n"
             "  --stage LIST: only cases of these variants (name prefixes as in kvcmp fuzz --stage,\n"
             "  see kvcmp fuzz --list). Cases of a stage the implementation does not offer are skipped.\n"
             "  --junit FILE: JUnit XML for CI, one testcase per case (its source the class), a failure's\n"
@@ -532,6 +486,7 @@ int kvc_cmd_replay(int argc, char **argv) {
         {"impl", KVC_OPT_STRING, .target = &options.impl_name},
         {"conformance", KVC_OPT_FLAG, .target = &conformance},
         {"outputs", KVC_OPT_STRING, .target = &options.outputs_dir},
+        {"outputs-in-case", KVC_OPT_FLAG, .target = &options.outputs_in_case},
         {"policy", KVC_OPT_CUSTOM, .target = &options.policy, .parse = kvc_option_policy},
         {"page-padding", KVC_OPT_CUSTOM, .target = &options.page_padding, .parse = parse_page_padding},
         {"quiet", KVC_OPT_FLAG, .target = &options.quiet},
@@ -556,6 +511,8 @@ int kvc_cmd_replay(int argc, char **argv) {
         paths[num_paths++] = conformance_path;
     }
     if (num_paths == 0) return kvc_usage_error(&line, "no PATH to replay");
+    if (options.outputs_dir && options.outputs_in_case)
+        return kvc_usage_error(&line, "--outputs DIR and --outputs-in-case name two places for the outside outputs: give one");
     if (stage_list) {
         char bad[128];
         options.variant_mask = kvc_variant_mask(stage_list, bad, sizeof bad);
@@ -566,10 +523,43 @@ int kvc_cmd_replay(int argc, char **argv) {
 
 /* "N passed, M failed, K skipped", and the known differences when there are any. */
 static void print_counts(const char *prefix, const char *source, int passed, int failed, int skipped, int known) {
-    if (source) printf("%s%-24s ", prefix, source);
+    char shown[4 * 64];
+    if (source) printf("%s%-24s ", prefix, kvc_escape_text(source, shown, sizeof shown));
     printf("%d passed, %d failed, %d skipped", passed, failed, skipped);
     if (known) printf(", %d expected upstream difference%s", known, known == 1 ? "" : "s");
     printf("\n");
+}
+
+/* What is not a case's verdict but must fail the run (an entry the walk
+ * refused, two cases that would read one outputs folder): a FAIL line
+ * and a failed JUnit testcase of its own, so nothing goes uncounted. */
+static void report_problem(const kvc_replay_options *options, kvc_replay_totals *totals, const char *label, const char *path,
+                           const char *why) {
+    shown_case shown;
+    show(&shown, label, path, why, "");
+    count_verdict(totals, label, KVC_REPLAY_FAIL);
+    print_case_line("FAIL", &shown, 0);   /* the command line's replay: never silent */
+    if (!options->junit) return;
+    char classname[sizeof shown.label + 8];
+    snprintf(classname, sizeof classname, "replay.%s", shown.label);
+    kvc_junit_fail(options->junit, classname, shown.dir, 0, label, shown.detail, shown.detail);
+}
+
+/* Under --outputs the outputs of case directory .../CASE are OUTPUTS/CASE:
+ * two directories named CASE would be judged by one runner's outputs. */
+static void report_name_clashes(const kvc_replay_options *options, kvc_replay_totals *totals, const kvc_case_walk *walks,
+                                int num_walks) {
+    const char **pairs;
+    int clashes = kvc_case_name_clashes(walks, num_walks, &pairs);
+    if (clashes < 0) report_problem(options, totals, "outputs", options->outputs_dir, "out of memory checking the case names");
+    for (int i = 0; i < clashes; i++) {
+        char name[256], why[PATH_MAX + 1200];
+        kvc_case_dir_name(pairs[2 * i], name, sizeof name);
+        snprintf(why, sizeof why, "the case directory %s has the same name, so both would be judged by %.500s/%s (rename one, or "
+                 "replay them with separate --outputs folders)", pairs[2 * i + 1], options->outputs_dir, name);
+        report_problem(options, totals, "outputs", pairs[2 * i], why);
+    }
+    free(pairs);
 }
 
 /* Replays every case under the paths; 0 when all passed, else 1 (2 when
@@ -581,22 +571,27 @@ static int replay_paths(char **paths, int num_paths, kvc_replay_options *options
     if (!options.backend) { fprintf(stderr, "kvcmp replay: %s\n", error); return 2; }
     /* The built-in backends are trusted; a plug-in runs each case in a
      * process of its own, so one crash or hang is one FAIL line. */
-    int isolate = !options.outputs_dir && strcmp(options.impl_name, "ref") != 0 && strcmp(options.impl_name, "opt") != 0;
+    int isolate = !options.outputs_dir && !options.outputs_in_case && strcmp(options.impl_name, "ref") != 0 && strcmp(options.impl_name, "opt") != 0;
     kvc_replay_totals totals;
     memset(&totals, 0, sizeof totals);
     if (options.junit_path && !(options.junit = kvc_junit_new("kvcmp replay"))) { fprintf(stderr, "kvcmp replay: out of memory\n"); return 2; }
+    kvc_case_walk walks[num_paths > 0 ? num_paths : 1];
     for (int i = 0; i < num_paths; i++) {
-        char **dirs;
-        int n = kvc_find_cases(paths[i], &dirs);
-        if (n == 0) {
+        kvc_walk_cases(paths[i], &walks[i]);
+        for (int k = 0; k < walks[i].num_refused; k++)
+            report_problem(&options, &totals, "unreadable", walks[i].refused[k].path, walks[i].refused[k].why);
+        if (walks[i].count == 0 && walks[i].num_refused == 0) {
             fprintf(stderr, "kvcmp replay: no case directory (with case.json) under %s\n", paths[i]);
             totals.failed++;
         }
-        for (int k = 0; k < n; k++) {
-            if (isolate) replay_case_isolated(dirs[k], &options, &totals);
-            else kvc_replay_case(dirs[k], &options, &totals, NULL);
+    }
+    if (options.outputs_dir) report_name_clashes(&options, &totals, walks, num_paths);
+    for (int i = 0; i < num_paths; i++) {
+        for (int k = 0; k < walks[i].count; k++) {
+            if (isolate) replay_case_isolated(walks[i].dirs[k], &options, &totals);
+            else kvc_replay_case(walks[i].dirs[k], &options, &totals, NULL);
         }
-        kvc_free_case_list(dirs, n);
+        kvc_case_walk_free(&walks[i]);
     }
     if (options.variant_mask && totals.selected == 0) {
         fprintf(stderr, "kvcmp replay: no case of the --stage variants under the paths given\n");

@@ -12,6 +12,7 @@ typedef struct {
     int quiet;                    /* print only failures and the summary */
     int silent;                   /* print nothing (the caller reports) */
     const char *outputs_dir;      /* --outputs: outside outputs, see below */
+    int outputs_in_case;          /* --outputs-in-case: NAME.got.npy beside the case (never read without it) */
     uint64_t variant_mask;        /* --stage: the fuzzer's variants (kvc_variant_mask) to replay; 0 = all */
     const char *junit_path;       /* --junit FILE */
     struct kvc_junit *junit;      /* when set, each case is also a testcase there */
@@ -33,10 +34,41 @@ typedef struct {
     kvc_source_tally sources[KVC_REPLAY_MAX_SOURCES];
 } kvc_replay_totals;
 
-/* Collect every case directory under path (itself, or a tree), sorted.
- * Returns the count; *dirs is malloc'ed (free with kvc_free_case_list). */
+/* A case tree walked (harness/replay/walk.c): the case directories under
+ * path (itself, or a tree), sorted, and what the walk refused, each a
+ * message naming the entry: a symlink (never followed: the root only, as
+ * given), an entry it could not stat or read, a directory whose paths
+ * would exceed PATH_MAX.  Names starting with '.' are skipped. */
+typedef struct {
+    char *path, *why;
+} kvc_refusal;
+
+typedef struct {
+    char **dirs;
+    int count;
+    kvc_refusal *refused;
+    int num_refused;
+} kvc_case_walk;
+
+/* Returns walk->count; free with kvc_case_walk_free. */
+int kvc_walk_cases(const char *path, kvc_case_walk *walk);
+void kvc_case_walk_free(kvc_case_walk *walk);
+/* The case directories only.  Returns the count; *dirs is malloc'ed
+ * (free with kvc_free_case_list). */
 int kvc_find_cases(const char *path, char ***dirs);
 void kvc_free_case_list(char **dirs, int count);
+/* CASE, the last component of a case directory's path: the folder of its
+ * outputs under --outputs. */
+void kvc_case_dir_name(const char *case_dir, char *out, size_t size);
+/* Case directories of one name would be judged by one --outputs folder:
+ * each directory after the first of its name, in the walks' order, as a
+ * pair (*pairs)[2i] (the directory) and [2i+1] (the first of its name;
+ * malloc'ed, the strings the walks').  Returns how many (-1: out of memory). */
+int kvc_case_name_clashes(const kvc_case_walk *walks, int num_walks, const char ***pairs);
+/* text for a terminal or a report: bytes outside printable ASCII
+ * (control characters, escape sequences, anything else) as \xNN,
+ * truncated to fit.  Returns out. */
+const char *kvc_escape_text(const char *text, char *out, size_t size);
 
 /* What kvc_replay_case made of a case. */
 enum { KVC_REPLAY_PASS = 0, KVC_REPLAY_FAIL = 1, KVC_REPLAY_SKIP = 2, KVC_REPLAY_UNSELECTED = 3, KVC_REPLAY_KNOWN = 4 };

@@ -68,7 +68,8 @@ kvc_array *kvc_case_get(const kvc_case *c, const char *name);
 int kvc_case_put(kvc_case *c, const char *name, kvc_array *array);
 /* Deep copy. */
 int kvc_case_copy(kvc_case *dst, const kvc_case *src);
-/* 1 if dir/case.json exists. */
+/* 1 if dir/case.json exists as a regular file or a symlink (which then
+ * fails to load: a case file is never read through a link). */
 int kvc_is_case_dir(const char *dir);
 
 #ifdef __cplusplus

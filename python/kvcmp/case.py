@@ -399,7 +399,8 @@ def run_outside(candidate, case_dir, outputs_dir=None):
     """Runs candidate(case) on the case directory case_dir the way an
     outside runner does for ``kvcmp replay --outputs``: its outputs go to
     outputs_dir/CASE/NAME.npy and the status to outputs_dir/CASE/status.json
-    (outputs_dir None: NAME.got.npy and status.got.json in case_dir).
+    (outputs_dir None: NAME.got.npy and status.got.json in case_dir, which
+    only ``kvcmp replay --outputs-in-case`` reads).
 
     The status is "ran" (outputs written first, the status last),
     "rejected" when the candidate raises kvcmp.Rejected (nothing written),

@@ -78,11 +78,11 @@ def test_statuses_against_the_reference(tmp_path, kvcmp_bin):
     assert run_outside(refuses_all, valid) == "rejected"
     with open(os.path.join(valid, "status.got.json")) as f:
         assert json.load(f) == {"status": "rejected", "message": "not supported here"}
-    result = subprocess.run([kvcmp_bin, "replay", valid], capture_output=True, text=True)
+    result = subprocess.run([kvcmp_bin, "replay", "--outputs-in-case", valid], capture_output=True, text=True)
     assert result.returncode == 1 and "the outside runner rejected a case the reference runs: not supported here" in result.stdout
     assert run_outside(candidates.correct, valid) == "ran"
     assert os.path.exists(os.path.join(valid, kvcmp.load_case(valid).output_names[0] + ".got.npy"))
-    assert subprocess.run([kvcmp_bin, "replay", valid], capture_output=True, text=True).returncode == 0
+    assert subprocess.run([kvcmp_bin, "replay", "--outputs-in-case", valid], capture_output=True, text=True).returncode == 0
     # "ran" on a case the reference rejects fails.
     out = tmp_path / "out"
     write_status(out / os.path.basename(reject), "ran")

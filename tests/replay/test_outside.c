@@ -1,4 +1,4 @@
-/* kvcmp replay --outputs DIR and NAME.got.npy: outputs of an
+/* kvcmp replay --outputs DIR and --outputs-in-case (NAME.got.npy): outputs of an
  * implementation that ran elsewhere, compared with the reference run on
  * the case's inputs ("expected" is always the reference).  The outside
  * runner's status file says it ran (tests/cli/test_replay_outside_status.c
@@ -80,7 +80,7 @@ Test(replay_outside, got_files_beside_the_case) {
     snprintf(path, sizeof path, "%s/state_cache.got.npy", dir);
     write_output(dir, "state_cache", path, -1);
     write_status(dir, "status.got.json", "ran", "");
-    char *argv[] = {dir};
+    char *argv[] = {"--outputs-in-case", dir};
     captured_run run = support_capture(kvc_cmd_replay, ARGC(argv), argv);
     cr_expect_eq(run.status, 0, "%s", run.out);
     support_free_run(&run);
