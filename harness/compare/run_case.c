@@ -32,12 +32,12 @@ static _Thread_local struct {
 static uint8_t *buffer_alloc(size_t bytes) { return aligned_alloc(64, (bytes + 64) / 64 * 64); }
 
 /* The kept buffer of `slot` with room for `bytes`, grown when short; NULL
- * when out of memory. */
+ * when out of memory (make_paged then forgets the slot's size). */
 static uint8_t *kept_buffer(int slot, size_t bytes) {
     if (kept_buffers[slot].bytes < bytes) {
         free(kept_buffers[slot].data);
         kept_buffers[slot].data = buffer_alloc(bytes);
-        kept_buffers[slot].bytes = kept_buffers[slot].data ? bytes : 0;
+        kept_buffers[slot].bytes = bytes;
     }
     return kept_buffers[slot].data;
 }
@@ -102,7 +102,11 @@ static paged_copy *make_paged(binding *b, const char *name, kvc_dtype dtype, int
      * nothing of an earlier run shows through. */
     p->kept = padding > 0 && total <= KEPT_BUFFER_MAX_BYTES;
     p->buffer = p->kept ? kept_buffer(b->num_pages - 1, total) : buffer_alloc(total);
-    if (!p->buffer) { *rc = case_error(b, "out of memory for %s", name); return NULL; }
+    if (!p->buffer) {
+        kept_buffers[b->num_pages - 1].bytes = 0;   /* the next run asks again */
+        *rc = case_error(b, "out of memory for %s", name);
+        return NULL;
+    }
     uint8_t canary = b->options ? b->options->canary : 0;
     for (int64_t page = 0; page < p->cache.num_pages; page++) {
         uint8_t *to = p->buffer + page * p->cache.page_stride;

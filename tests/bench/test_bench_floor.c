@@ -130,4 +130,9 @@ Test(bench_floor, memory_walk_takes_time, .timeout = 120) {
         cr_expect(seconds > 0 && isfinite(seconds), "%d threads: %g s", threads, seconds);
     }
     bench_stream_buffers_free(&b);
+    /* One cache line read, nothing written: the second thread has no share. */
+    b = bench_stream_buffers_new(64, 0, 0, 0);
+    double seconds = bench_read_then_write_seconds(&b, 2, 1, 0);
+    cr_expect(seconds > 0 && isfinite(seconds), "one line at 2 threads: %g s", seconds);
+    bench_stream_buffers_free(&b);
 }
