@@ -506,19 +506,25 @@ static void setup_shape(scenario_data *s, const bench_shape *h) {
     }
 }
 
+/* Requests of at most this many tokens are counted whole: a copy with
+ * fewer of them keeps each one's tokens.  Longer ones are counted in
+ * tokens, as one request. */
+#define UNIT_REQUEST_TOKENS 256
+
 bench_units bench_scenario_units(const bench_scenario *sc) {
     const bench_shape *h = sc->params;
-    /* Requests when there are several (each keeps its chunk and context);
-     * else tokens, in steps that keep the closing tokens' share: R at V4,
-     * 2 at V4.1.  A V4 decode's requests differ only in their positions. */
+    /* Tokens go in steps that keep the closing tokens' share: R at V4, 2
+     * at V4.1.  A V4 decode's requests differ only in their positions. */
+    int64_t step = h->stage == SHAPE_V4_COMPRESS || h->stage == SHAPE_V4_SAVE ? h->r : 2;
     switch (h->stage) {
     case SHAPE_V4_DECODE: return (bench_units){h->requests, 1, "requests"};
     case SHAPE_V41_INSERT: return (bench_units){h->tokens, 2, "tokens"};
-    case SHAPE_V41_NORM: return h->requests > 1 ? (bench_units){h->requests, 1, "requests"} : (bench_units){h->tokens, 2, "tokens"};
     case SHAPE_V4_COMPRESS:
-    case SHAPE_V4_SAVE: break;
+    case SHAPE_V4_SAVE:
+    case SHAPE_V41_NORM: break;
     }
-    return h->requests > 1 ? (bench_units){h->requests, 1, "requests"} : (bench_units){h->tokens, h->r, "tokens"};
+    if (h->requests > 1 && h->tokens / h->requests <= UNIT_REQUEST_TOKENS) return (bench_units){h->requests, 1, "requests"};
+    return (bench_units){h->tokens, step, "tokens"};
 }
 
 void bench_scenario_setup_units(const bench_scenario *sc, int64_t units, int huge_pages, scenario_data *s) {
@@ -528,6 +534,7 @@ void bench_scenario_setup_units(const bench_scenario *sc, int64_t units, int hug
         h.requests = units;
     } else {
         h.tokens = units;
+        h.requests = 1;
     }
     memset(s, 0, sizeof *s);
     s->huge_pages = huge_pages;

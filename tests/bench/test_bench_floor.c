@@ -96,6 +96,17 @@ Test(bench_floor, units_of_the_scenarios) {
     cr_expect_eq(u.count, 8);
     cr_expect_eq(u.granularity, 1);
     cr_expect_str_eq(u.name, "requests");
+    /* Long requests are counted in tokens. */
+    cr_assert_eq(bench_shape_parse("v41-norm:tokens=4096,requests=2", &shape, description, sizeof description, why, sizeof why), 0, "%s", why);
+    u = bench_scenario_units(&custom);
+    cr_expect_eq(u.count, 4096);
+    cr_expect_eq(u.granularity, 2);
+    cr_expect_str_eq(u.name, "tokens");
+    cr_assert_eq(bench_shape_parse("v4-compress:r=128,tokens=1024,requests=2", &shape, description, sizeof description, why, sizeof why), 0,
+                 "%s", why);
+    u = bench_scenario_units(&custom);
+    cr_expect_eq(u.count, 1024);
+    cr_expect_eq(u.granularity, 128);
 }
 
 /* A copy with fewer units: the same shape, its bytes in proportion. */
@@ -120,6 +131,15 @@ Test(bench_floor, copies_with_fewer_units, .timeout = 120) {
     cr_expect_eq(copy.read_bytes * 8, full.read_bytes);
     cr_expect_eq(copy.written_bytes * 8, full.written_bytes);
     bench_scenario_free(&full);
+    bench_scenario_free(&copy);
+    /* Long requests: a copy is one request of that many tokens. */
+    bench_shape shape;
+    char description[160], why[256];
+    cr_assert_eq(bench_shape_parse("v41-norm:tokens=4096,requests=2", &shape, description, sizeof description, why, sizeof why), 0, "%s", why);
+    bench_scenario custom = {"custom", description, &shape};
+    bench_scenario_setup_units(&custom, 64, 0, &copy);
+    cr_expect_eq(copy.norm.num_requests, 1);
+    cr_expect_eq(copy.norm.num_tokens, 64);
     bench_scenario_free(&copy);
 }
 
