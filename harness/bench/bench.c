@@ -4,9 +4,10 @@
  * a change in the machine's load hits every implementation alike.  Each
  * implementation's outputs are compared byte for byte with the
  * reference's on the timed inputs, and each time is set against the
- * scenario's bound: the larger of its memory time (its compulsory bytes
- * at the bandwidth measured in the same run) and its compute time (its
- * exact exps at the measured exp throughput).  Timings are min and
+ * scenario's floor (floor.c): the larger of its compute floor (the
+ * optimized backend on cache-resident copies of the scenario) and its
+ * memory floor (its compulsory bytes streamed at the machine's
+ * bandwidth), both measured in the same run.  Timings are min and
  * median of the runs after one warm-up; a run is the whole stage call,
  * validation included. */
 #include <omp.h>
@@ -28,8 +29,13 @@
 #define DEFAULT_REFERENCE_RUNS 5
 #define MIN_STREAM_BYTES BENCH_MIN_STREAM_BYTES
 #define DRAM_PASSES 3
-#define RESIDENT_PASSES 5
 #define EXP_PASSES 7
+/* Timed calls on each resident copy before the scenario's runs, and
+ * after each round of them. */
+#define RESIDENT_RUNS 20
+#define RESIDENT_RUNS_PER_ROUND 3
+/* Walks of the memory floor before the runs (then one after each round). */
+#define MEMORY_WALK_PASSES 5
 
 typedef struct {
     const char *json_path, *csv_path;
@@ -121,7 +127,7 @@ static int add_shape(const char *value, void *target, char *why, size_t size) {
     }
     int i = o->num_shapes;
     if (bench_shape_parse(value, &o->shape_params[i], o->shape_descriptions[i], sizeof o->shape_descriptions[i], why, size)) return -1;
-    o->shapes[i] = (bench_scenario){value, o->shape_descriptions[i], NULL, &o->shape_params[i]};
+    o->shapes[i] = (bench_scenario){value, o->shape_descriptions[i], &o->shape_params[i]};
     o->num_shapes++;
     return 0;
 }
@@ -165,30 +171,80 @@ typedef struct {
     double seconds[BENCH_MAX_RUNS];
 } timed_impl;
 
-/* The bound's loops, measured alongside the runs: a pass of each after
- * every round, so that the bound sees the machine in the same moments
- * as the stages (on a shared host the load changes within seconds). */
+/* The cache-resident copies of a scenario that its compute floor is
+ * measured on, timed before the runs and again after every round of
+ * them, so that the floor sees the machine in the same moments as the
+ * stages (on a shared host the load changes within seconds). */
 typedef struct {
-    const bench_stream_buffers *buffers;
-    int threads;
-    bench_bandwidth *bandwidth;   /* raised where a pass is faster */
-    double *exp_vectors_per_second;
-} bound_passes;
+    const kvc_backend *optimized;
+    scenario_data small, large;
+    bench_resident *resident;   /* its times fall where a call is faster */
+} resident_copies;
 
-static void bound_pass(const bound_passes *p) {
-    bench_stream_measure(p->buffers, p->threads, 1, 0, p->bandwidth);
-    double rate = bench_exp_vectors_per_second(p->threads, 1);
-    if (rate > *p->exp_vectors_per_second) *p->exp_vectors_per_second = rate;
+/* The memory floor's walk over buffers of the scenario's sizes, timed
+ * like the resident copies. */
+typedef struct {
+    bench_stream_buffers buffers;
+    int threads;
+    bench_floor *floor;   /* its memory_seconds fall where a walk is faster */
+} memory_walk;
+
+static void time_memory_walk(const memory_walk *w, int passes, int warm_up) {
+    double seconds = bench_read_then_write_seconds(&w->buffers, w->threads, passes, warm_up);
+    if (seconds < w->floor->memory_seconds) w->floor->memory_seconds = seconds;
+}
+
+static double faster_call(const kvc_backend *backend, const scenario_data *s, double seconds) {
+    kvc_error err;
+    double start = now_seconds();
+    bench_scenario_run(backend, s, &err);
+    double took = now_seconds() - start;
+    return took < seconds ? took : seconds;
+}
+
+/* `runs` timed calls on each copy at one thread, each after an untimed
+ * one (the copy back in the caches whatever ran before). */
+static void time_resident(resident_copies *copies, int runs) {
+    kvc_error err;
+    bench_resident *r = copies->resident;
+    omp_set_num_threads(1);
+    for (int k = 0; k < runs; k++) {
+        bench_scenario_run(copies->optimized, &copies->small, &err);
+        r->small_seconds = faster_call(copies->optimized, &copies->small, r->small_seconds);
+        bench_scenario_run(copies->optimized, &copies->large, &err);
+        r->large_seconds = faster_call(copies->optimized, &copies->large, r->large_seconds);
+    }
+}
+
+static void resident_copies_new(const bench_run *run, const kvc_backend *optimized, const bench_scenario *sc, const scenario_data *s,
+                                bench_resident *r, resident_copies *copies) {
+    bench_units units = bench_scenario_units(sc);
+    r->unit = units.name;
+    r->units = units.count;
+    bench_resident_sizes(units.count, units.granularity, s->read_bytes + s->written_bytes, &r->small_units, &r->large_units);
+    bench_scenario_setup_units(sc, r->small_units, run->huge_pages, &copies->small);
+    bench_scenario_setup_units(sc, r->large_units, run->huge_pages, &copies->large);
+    r->small_bytes = copies->small.read_bytes + copies->small.written_bytes;
+    r->large_bytes = copies->large.read_bytes + copies->large.written_bytes;
+    r->small_seconds = r->large_seconds = 1e30;
+    copies->optimized = optimized;
+    copies->resident = r;
+    time_resident(copies, RESIDENT_RUNS);
+}
+
+static void resident_copies_free(resident_copies *copies) {
+    bench_scenario_free(&copies->small);
+    bench_scenario_free(&copies->large);
 }
 
 /* One warm-up call each, then run r of every implementation before run
- * r + 1 of any, and a pass of the bound's loops after each round.  Each
+ * r + 1 of any, and calls on the resident copies after each round.  Each
  * timed call of a fast implementation follows an untimed one of its own,
  * so that it finds the caches as it leaves them, whichever implementation
- * (or loop) ran before; and the order rotates from round to round: on a
+ * (or copy) ran before; and the order rotates from round to round: on a
  * loaded host the implementation timed right after a long burst (the
- * reference's scalar run, the bound's loops) was up to 2x slower. */
-static void time_interleaved(timed_impl *impls, int count, const scenario_data *s, const bound_passes *bound) {
+ * reference's scalar run, streaming loops) was up to 2x slower. */
+static void time_interleaved(timed_impl *impls, int count, const scenario_data *s, resident_copies *copies, const memory_walk *walk) {
     kvc_error err;
     int most_runs = 0;
     for (int i = 0; i < count; i++) {
@@ -198,7 +254,7 @@ static void time_interleaved(timed_impl *impls, int count, const scenario_data *
     }
     for (int r = 0; r < most_runs; r++) {
         /* Round r starts with implementation r mod count: no one always
-         * follows the bound's loops or the reference. */
+         * follows the resident copies or the reference. */
         for (int k = 0; k < count; k++) {
             int i = (r + k) % count;
             if (r >= impls[i].runs) continue;
@@ -208,7 +264,8 @@ static void time_interleaved(timed_impl *impls, int count, const scenario_data *
             bench_scenario_run(impls[i].backend, s, &err);
             impls[i].seconds[r] = now_seconds() - start;
         }
-        bound_pass(bound);
+        time_resident(copies, RESIDENT_RUNS_PER_ROUND);
+        time_memory_walk(walk, 1, 0);
     }
     for (int i = 0; i < count; i++) summarize(impls[i].seconds, impls[i].runs, impls[i].timing);
 }
@@ -269,38 +326,23 @@ static int run_from_initial(const kvc_backend *backend, int threads, const scena
 
 /* ---- One scenario ------------------------------------------------------------------ */
 
-/* The scenario-sized loops, before the runs (more passes follow in
- * time_interleaved), at every thread count. */
-static void start_bounds(const bench_run *run, const bench_stream_buffers *buffers, bench_result *r) {
+/* The memory walks before the runs (more follow in time_interleaved), at
+ * every thread count. */
+static void start_memory_floors(const bench_run *run, const bench_stream_buffers *buffers, bench_result *r) {
     for (int ti = 0; ti < run->num_threads; ti++) {
-        bench_bound *b = &r->bounds[ti];
-        b->threads = run->threads[ti];
-        bench_stream_measure(buffers, b->threads, RESIDENT_PASSES, 1, &b->resident);
-        b->exp_vectors_per_second = run->machine[ti].exp_vectors_per_second;
+        bench_floor *f = &r->floors[ti];
+        f->threads = run->threads[ti];
+        f->memory_seconds = 1e30;
+        memory_walk walk = {*buffers, f->threads, f};
+        time_memory_walk(&walk, MEMORY_WALK_PASSES, 1);
     }
 }
 
-static double faster(double a, double b) { return a > b ? a : b; }
-
-/* Each bound from the best rates seen: the machine's, and the
- * scenario-sized loops' before and between the runs. */
-static void finish_bounds(const bench_run *run, const scenario_data *s, bench_result *r) {
-    for (int ti = 0; ti < run->num_threads; ti++) {
-        bench_bound *b = &r->bounds[ti];
-        const bench_machine *m = &run->machine[ti];
-        /* The buffers of a scenario may stay in the caches between calls:
-         * whichever of the measurements is faster bounds the stage. */
-        b->read_bps = faster(b->resident.read, m->dram.read);
-        b->write_bps = faster(b->resident.write, m->dram.write);
-        b->copy_bps = faster(b->resident.copy, m->dram.copy);
-        /* Reading R bytes takes at least R / read, writing W at least
-         * W / write, even if the two overlap completely.  (A copy's time
-         * for the min(R, W) bytes both read and written is no bound: with
-         * R > W in the caches, rope_quant_insert beat it by 15%.) */
-        double read_s = s->read_bytes / b->read_bps, write_s = s->written_bytes / b->write_bps;
-        b->memory_seconds = read_s > write_s ? read_s : write_s;
-        b->compute_seconds = s->exps / 16.0 / b->exp_vectors_per_second;
-    }
+/* Each compute floor from the resident copies' best times. */
+static void finish_floors(const bench_run *run, bench_result *r) {
+    bench_resident_fit(&r->resident);
+    for (int ti = 0; ti < run->num_threads; ti++)
+        r->floors[ti].compute_seconds = bench_compute_floor_seconds(&r->resident, r->floors[ti].threads, run->metadata.processors);
 }
 
 static int bench_one(const bench_run *run, const bench_options *o, const kvc_backend *const *impls, const bench_scenario *sc,
@@ -312,7 +354,6 @@ static int bench_one(const bench_run *run, const bench_options *o, const kvc_bac
     r->tokens = s.tokens;
     r->read_bytes = s.read_bytes;
     r->written_bytes = s.written_bytes;
-    r->exps = s.exps;
     fprintf(stderr, "  %s ...\n", sc->name);
     size_t bytes = outputs_bytes(&s);
     uint8_t *initial = bench_buffer_alloc(bytes, 0), *expected = bench_buffer_alloc(bytes, 0);
@@ -321,9 +362,10 @@ static int bench_one(const bench_run *run, const bench_options *o, const kvc_bac
     int failed = reference_failed;
     save_outputs(&s, expected);
     if (!reference_failed) r->timings[BENCH_REFERENCE][0].verdict = OUTPUT_REFERENCE;
-    size_t read = (size_t)s.read_bytes, written = (size_t)s.written_bytes;
-    bench_stream_buffers buffers = bench_stream_buffers_new(read, written, read < written ? read : written, run->huge_pages);
-    start_bounds(run, &buffers, r);
+    resident_copies copies;
+    resident_copies_new(run, impls[BENCH_OPTIMIZED], sc, &s, &r->resident, &copies);
+    bench_stream_buffers buffers = bench_stream_buffers_new((size_t)s.read_bytes, (size_t)s.written_bytes, 0, run->huge_pages);
+    start_memory_floors(run, &buffers, r);
     for (int ti = 0; ti < run->num_threads && !reference_failed; ti++) {
         timed_impl timed[BENCH_MAX_IMPLS];
         int count = 0;
@@ -337,13 +379,14 @@ static int bench_one(const bench_run *run, const bench_options *o, const kvc_bac
             failed |= t->verdict == OUTPUT_DIFFERS;
             timed[count++] = (timed_impl){impls[i], run->threads[ti], o->runs, t, 1, {0}};
         }
-        bound_passes bound = {&buffers, run->threads[ti], &r->bounds[ti].resident, &r->bounds[ti].exp_vectors_per_second};
-        time_interleaved(timed, count, &s, &bound);
+        memory_walk walk = {buffers, run->threads[ti], &r->floors[ti]};
+        time_interleaved(timed, count, &s, &copies, &walk);
     }
+    resident_copies_free(&copies);
     bench_stream_buffers_free(&buffers);
     free(initial);
     free(expected);
-    finish_bounds(run, &s, r);
+    finish_floors(run, r);
     bench_scenario_free(&s);
     return failed;
 }

@@ -1,7 +1,7 @@
 /* kvcmp bench, shared between its parts: the scenarios (scenarios.c),
- * the machine's bounds (machine.c), the tables and the JSON (output.c)
- * and the command that times every implementation side by side
- * (bench.c). */
+ * the machine (machine.c), the floors (floor.c), the tables and the JSON
+ * (output.c) and the command that times every implementation side by
+ * side (bench.c). */
 #ifndef KVCMP_HARNESS_BENCH_H
 #define KVCMP_HARNESS_BENCH_H
 
@@ -40,8 +40,8 @@ typedef struct {
     kvc_v41_insert_args insert;
     int64_t tokens;          /* tokens in the batch (tokens/s counts these) */
     /* The compulsory traffic of one call: every input byte it must read
-     * once, every output byte it writes; and the exact exps it needs. */
-    double read_bytes, written_bytes, exps;
+     * once, every output byte it writes. */
+    double read_bytes, written_bytes;
     bench_region outputs[BENCH_MAX_OUTPUTS];
     int num_outputs;
     void *allocations[BENCH_MAX_ALLOCATIONS];
@@ -59,8 +59,7 @@ typedef struct {
 typedef struct {
     const char *name;
     const char *shape;
-    void (*setup)(scenario_data *);
-    const bench_shape *custom;   /* --shape: setup is NULL */
+    const bench_shape *params;
 } bench_scenario;
 
 /* Parses a --shape value; 0, or -1 with why (the whole message, naming
@@ -72,8 +71,18 @@ extern const char bench_shape_help[];
 extern const bench_scenario bench_scenarios[];
 extern const int bench_num_scenarios;
 
+/* What a scenario's work is counted in: its requests when it has several
+ * (each with its own tokens), else its tokens; copies of it are made in
+ * steps of `granularity` units. */
+typedef struct {
+    int64_t count, granularity;
+    const char *name;   /* "tokens" or "requests" */
+} bench_units;
+bench_units bench_scenario_units(const bench_scenario *sc);
 /* Builds the scenario's inputs (the same bytes on every run of the bench). */
 void bench_scenario_setup(const bench_scenario *sc, int huge_pages, scenario_data *s);
+/* The same with `units` of its units in place of its own count. */
+void bench_scenario_setup_units(const bench_scenario *sc, int64_t units, int huge_pages, scenario_data *s);
 void bench_scenario_free(scenario_data *s);
 /* Whether the backend offers every stage the scenario calls. */
 int bench_scenario_offered(const kvc_backend *backend, const scenario_data *s);
@@ -110,6 +119,11 @@ void bench_stream_buffers_free(bench_stream_buffers *b);
 /* `passes` timed passes of every loop at `threads` (after a warm-up walk
  * when warm_up); each rate in *best rises where this one is faster. */
 void bench_stream_measure(const bench_stream_buffers *b, int threads, int passes, int warm_up, bench_bandwidth *best);
+/* The seconds of one walk over b's read_bytes (read, row order) and then
+ * its write_bytes (written; the faster of streaming and ordinary stores)
+ * at `threads` threads, best of `passes` (after a warm-up walk when
+ * warm_up), each thread's rate taken from its own best pass. */
+double bench_read_then_write_seconds(const bench_stream_buffers *b, int threads, int passes, int warm_up);
 /* 16-lane exact exps per second at `threads` threads (the optimized
  * backend's cheapest exp, over L1-resident data), best of `passes`. */
 double bench_exp_vectors_per_second(int threads, int passes);
@@ -157,6 +171,48 @@ typedef struct {
 
 void bench_read_metadata(bench_metadata *m);
 
+/* ---- Floors (floor.c) --------------------------------------------------------- */
+
+/* A scenario's floor at a thread count: the larger of
+ *  compute: the optimized backend's own time for the scenario's work on
+ *    data that stays in the caches, measured on two copies of the scenario
+ *    small enough for L2 (BENCH_RESIDENT_BYTES of compulsory traffic) at
+ *    one thread, a fixed cost per call plus a cost per unit, the units
+ *    shared perfectly among min(threads, processors) threads;
+ *  memory: a walk over the scenario's compulsory bytes at the thread
+ *    count, its reads in row order and then its writes (no overlap
+ *    assumed), over buffers of the scenario's sizes walked again and
+ *    again as the scenario is: from memory when the scenario does not fit
+ *    in the last-level cache, from the cache where it does (a scenario
+ *    run over and over finds its data there too). */
+#define BENCH_RESIDENT_BYTES ((double)(512 << 10))
+
+typedef struct {
+    const char *unit;                       /* "tokens" or "requests" */
+    int64_t units;                          /* the scenario's */
+    int64_t small_units, large_units;       /* the two cache-resident copies' */
+    double small_bytes, large_bytes;        /* their compulsory bytes */
+    double small_seconds, large_seconds;    /* the optimized backend's min time on each, one thread */
+    double fixed_seconds, unit_seconds;     /* the line through the two (bench_resident_fit) */
+} bench_resident;
+
+typedef struct {
+    int threads;
+    double compute_seconds, memory_seconds;
+} bench_floor;
+
+/* The units of the two resident copies of a scenario of `units` units
+ * (steps of granularity) and `bytes` compulsory bytes: the larger as
+ * many steps as fit BENCH_RESIDENT_BYTES, at least two; the smaller half
+ * of it, at least one step. */
+void bench_resident_sizes(int64_t units, int64_t granularity, double bytes, int64_t *small_units, int64_t *large_units);
+/* The fixed and per-unit cost through the two timings, neither below 0. */
+void bench_resident_fit(bench_resident *r);
+double bench_compute_floor_seconds(const bench_resident *r, int threads, int processors);
+static inline double bench_floor_seconds(const bench_floor *f) {
+    return f->memory_seconds > f->compute_seconds ? f->memory_seconds : f->compute_seconds;
+}
+
 /* ---- Results (bench.c) and their output (output.c) -------------------------- */
 
 typedef enum { OUTPUT_REFERENCE, OUTPUT_MATCHES, OUTPUT_DIFFERS, OUTPUT_FAILED, OUTPUT_NOT_OFFERED } bench_verdict;
@@ -171,18 +227,11 @@ typedef struct {
 } bench_timing;
 
 typedef struct {
-    int threads;
-    bench_bandwidth resident;     /* over the scenario's own byte counts */
-    double read_bps, write_bps, copy_bps;   /* the better of resident and DRAM */
-    double exp_vectors_per_second;          /* the best of the machine's and the passes' */
-    double memory_seconds, compute_seconds;
-} bench_bound;
-
-typedef struct {
     const bench_scenario *sc;
     int64_t tokens;
-    double read_bytes, written_bytes, exps;
-    bench_bound bounds[BENCH_MAX_THREAD_COUNTS];
+    double read_bytes, written_bytes;
+    bench_resident resident;
+    bench_floor floors[BENCH_MAX_THREAD_COUNTS];
     bench_timing timings[BENCH_MAX_IMPLS][BENCH_MAX_THREAD_COUNTS];
 } bench_result;
 
@@ -207,20 +256,20 @@ typedef struct {
     bench_result *results;
 } bench_run;
 
-static inline double bench_bound_seconds(const bench_bound *b) {
-    return b->memory_seconds > b->compute_seconds ? b->memory_seconds : b->compute_seconds;
-}
-
 void bench_print_machine(const bench_run *run);
 void bench_print_tables(const bench_run *run);
 /* 0, or 1 with a message naming the file when it cannot be written. */
 int bench_write_json(const char *path, const bench_run *run);
 /* The rows of the times table as CSV, in the table's order, after this
  * header; a time column is empty where the implementation was not timed;
- * ratio and fraction are plain numbers (1.25, 0.43), output the verdict
+ * the floors are those of the row's thread count (the reference's: one
+ * thread); ratio and fraction (floor over min time) are plain numbers
+ * (1.25, 0.43), output the verdict
  * (reference, matches, DIFFERS, FAILED, not offered), detail what differs
  * or failed.  0, or 1 with a message naming the file. */
-#define BENCH_CSV_HEADER "scenario,threads,implementation,min_ms,median_ms,runs,time_over_opt,fraction_of_bound,output,detail"
+#define BENCH_CSV_HEADER                                                                                                         \
+    "scenario,threads,implementation,min_ms,median_ms,runs,time_over_opt,compute_floor_ms,memory_floor_ms,floor_ms,fraction,output," \
+    "detail"
 int bench_write_csv(const char *path, const bench_run *run);
 
 #endif

@@ -1,4 +1,4 @@
-/* kvcmp bench's tables and JSON (format kvcmp-bench/2). */
+/* kvcmp bench's tables and JSON (format kvcmp-bench/3). */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdio.h>
@@ -28,17 +28,17 @@ static int one_thread_index(const bench_run *run) {
     return -1;
 }
 
-/* The bound an implementation's time is held to: the reference runs at
- * one thread whatever the column. */
-static const bench_bound *bound_for(const bench_run *run, const bench_result *r, int impl, int ti) {
-    if (impl != BENCH_REFERENCE) return &r->bounds[ti];
+/* The floor an implementation's time is set against: the reference runs
+ * at one thread whatever the column. */
+static const bench_floor *floor_for(const bench_run *run, const bench_result *r, int impl, int ti) {
+    if (impl != BENCH_REFERENCE) return &r->floors[ti];
     int one = one_thread_index(run);
-    return one < 0 ? NULL : &r->bounds[one];
+    return one < 0 ? NULL : &r->floors[one];
 }
 
-/* The bound holds for whatever writes the reference's bytes; an
+/* The floor holds for whatever writes the reference's bytes; an
  * implementation that differs may have skipped the work. */
-static int held_to_bound(const bench_timing *t) { return t->verdict == OUTPUT_REFERENCE || t->verdict == OUTPUT_MATCHES; }
+static int held_to_floor(const bench_timing *t) { return t->verdict == OUTPUT_REFERENCE || t->verdict == OUTPUT_MATCHES; }
 
 /* The optimized backend's timing that an implementation's time at `ti` is set against. */
 static const bench_timing *optimized_at(const bench_result *r, int ti) {
@@ -72,13 +72,13 @@ void bench_print_machine(const bench_run *run) {
 static void print_timing_row(const bench_run *run, const bench_result *r, int impl, int ti) {
     const bench_timing *t = &r->timings[impl][ti];
     const bench_timing *opt = optimized_at(r, impl == BENCH_REFERENCE ? 0 : ti);
-    const bench_bound *bound = bound_for(run, r, impl, ti);
+    const bench_floor *floor = floor_for(run, r, impl, ti);
     char times[48] = "-", ratio[16] = "-", fraction[16] = "-", output[240];
     int threads = impl == BENCH_REFERENCE ? 1 : run->threads[ti];
     if (t->present) {
         snprintf(times, sizeof times, "%10.3f %10.3f %5d", ms(t->min_seconds), ms(t->median_seconds), t->runs);
         if (opt) snprintf(ratio, sizeof ratio, "%.2f", t->min_seconds / opt->min_seconds);
-        if (bound && held_to_bound(t)) snprintf(fraction, sizeof fraction, "%.0f%%", 100.0 * bench_bound_seconds(bound) / t->min_seconds);
+        if (floor && held_to_floor(t)) snprintf(fraction, sizeof fraction, "%.0f%%", 100.0 * bench_floor_seconds(floor) / t->min_seconds);
     } else {
         snprintf(times, sizeof times, "%10s %10s %5s", "-", "-", "-");
     }
@@ -94,11 +94,11 @@ static void print_timing_row(const bench_run *run, const bench_result *r, int im
 static void print_times(const bench_run *run) {
     printf("\nTimes in ms, min and median of the interleaved runs after one warm-up.  t/opt: min time over the\n"
            "optimized backend's at the same thread count (above 1: slower than opt; the reference's is against opt at %d\n"
-           "threads).  bound: the scenario's bound (table below) over the min time.  output: every byte written,\n"
+           "threads).  floor: the scenario's floor (table below) over the min time.  output: every byte written,\n"
            "compared with the reference's on the same inputs.\n",
            run->threads[0]);
     printf("%-24s %3s %-28s %10s %10s %5s %7s %6s  %s\n", "scenario", "thr", "implementation", "min", "median", "runs", "t/opt",
-           "bound", "output");
+           "floor", "output");
     for (int i = 0; i < run->num_results; i++) {
         const bench_result *r = &run->results[i];
         print_timing_row(run, r, BENCH_REFERENCE, 0);
@@ -107,25 +107,37 @@ static void print_times(const bench_run *run) {
     }
 }
 
-static void print_bounds(const bench_run *run) {
-    printf("\nBounds per scenario.  memory: max(read / read bandwidth, written / write bandwidth) (reads and writes\n"
-           "overlapping completely), each bandwidth the best of the machine's (above) and the same loops over the scenario's\n"
-           "own byte counts (which may stay in the caches between calls, as the scenario's do), measured before and\n"
-           "between the timed rounds.  compute: exps / 16 at the best exp rate (above, and between the rounds).\n"
-           "bound: the larger (binding) of the two; opt: its share of the min time.\n");
-    printf("%-24s %3s %9s %10s %8s %10s %11s %9s %8s %6s\n", "scenario", "thr", "MB read", "MB written", "M exps", "memory ms",
-           "compute ms", "bound ms", "binding", "opt");
+static void print_floors(const bench_run *run) {
+    printf("\nFloors per scenario: the larger (binding) of compute and memory; opt: the floor's share of opt's min time.\n"
+           "compute: the optimized backend's fixed cost per call plus its cost per unit on cache-resident copies (next\n"
+           "table) at one thread, the units shared among min(threads, processors).  memory: a walk reading the bytes read\n"
+           "in row order, then writing the bytes written, at the thread count, over buffers of those sizes walked again\n"
+           "and again (from memory past the last-level cache, from the cache within it, as the scenario's own data),\n"
+           "best of the walks before the runs and after each round of them.\n");
+    printf("%-24s %3s %9s %10s %11s %10s %9s %8s %6s\n", "scenario", "thr", "MB read", "MB written", "compute ms", "memory ms",
+           "floor ms", "binding", "opt");
     for (int i = 0; i < run->num_results; i++) {
         const bench_result *r = &run->results[i];
         for (int ti = 0; ti < run->num_threads; ti++) {
-            const bench_bound *b = &r->bounds[ti];
+            const bench_floor *f = &r->floors[ti];
             const bench_timing *opt = optimized_at(r, ti);
             char share[16] = "-";
-            if (opt) snprintf(share, sizeof share, "%.0f%%", 100.0 * bench_bound_seconds(b) / opt->min_seconds);
-            printf("%-24s %3d %9.2f %10.3f %8.3f %10.4f %11.4f %9.4f %8s %6s\n", r->sc->name, b->threads, r->read_bytes * 1e-6,
-                   r->written_bytes * 1e-6, r->exps * 1e-6, ms(b->memory_seconds), ms(b->compute_seconds), ms(bench_bound_seconds(b)),
-                   b->memory_seconds >= b->compute_seconds ? "memory" : "compute", share);
+            if (opt) snprintf(share, sizeof share, "%.0f%%", 100.0 * bench_floor_seconds(f) / opt->min_seconds);
+            printf("%-24s %3d %9.2f %10.3f %11.4f %10.4f %9.4f %8s %6s\n", r->sc->name, f->threads, r->read_bytes * 1e-6,
+                   r->written_bytes * 1e-6, ms(f->compute_seconds), ms(f->memory_seconds), ms(bench_floor_seconds(f)),
+                   f->compute_seconds >= f->memory_seconds ? "compute" : "memory", share);
         }
+    }
+    printf("\nResident copies: the scenario with fewer units (its own shape otherwise), about %.0f KiB of compulsory\n"
+           "bytes or the fewest units that make a copy; the optimized backend's min time on each at one thread.\n",
+           BENCH_RESIDENT_BYTES / 1024);
+    printf("%-24s %-9s %7s %7s %8s %10s %7s %8s %10s %9s %11s\n", "scenario", "unit", "units", "small", "KB", "small us", "large",
+           "KB", "large us", "fixed us", "us per unit");
+    for (int i = 0; i < run->num_results; i++) {
+        const bench_resident *c = &run->results[i].resident;
+        printf("%-24s %-9s %7lld %7lld %8.1f %10.2f %7lld %8.1f %10.2f %9.2f %11.4f\n", run->results[i].sc->name, c->unit,
+               (long long)c->units, (long long)c->small_units, c->small_bytes * 1e-3, 1e6 * c->small_seconds, (long long)c->large_units,
+               c->large_bytes * 1e-3, 1e6 * c->large_seconds, 1e6 * c->fixed_seconds, 1e6 * c->unit_seconds);
     }
 }
 
@@ -152,7 +164,7 @@ static void print_scaling(const bench_run *run) {
 
 void bench_print_tables(const bench_run *run) {
     print_times(run);
-    print_bounds(run);
+    print_floors(run);
     print_scaling(run);
 }
 
@@ -205,7 +217,7 @@ static cJSON *json_machine(const bench_run *run) {
 static cJSON *json_timing(const bench_run *run, const bench_result *r, int impl, int ti) {
     const bench_timing *t = &r->timings[impl][ti];
     const bench_timing *opt = optimized_at(r, impl == BENCH_REFERENCE ? 0 : ti);
-    const bench_bound *bound = bound_for(run, r, impl, ti);
+    const bench_floor *floor = floor_for(run, r, impl, ti);
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "implementation", run->impl_names[impl]);
     cJSON_AddStringToObject(o, "role", impl == BENCH_REFERENCE ? "reference" : impl == BENCH_OPTIMIZED ? "optimized" : "candidate");
@@ -219,7 +231,22 @@ static cJSON *json_timing(const bench_run *run, const bench_result *r, int impl,
     cJSON_AddNumberToObject(o, "median_ms", ms(t->median_seconds));
     cJSON_AddNumberToObject(o, "tokens_per_s", (double)r->tokens / t->min_seconds);
     if (opt) cJSON_AddNumberToObject(o, "time_over_optimized", t->min_seconds / opt->min_seconds);
-    if (bound && held_to_bound(t)) cJSON_AddNumberToObject(o, "fraction_of_bound", bench_bound_seconds(bound) / t->min_seconds);
+    if (floor && held_to_floor(t)) cJSON_AddNumberToObject(o, "fraction", bench_floor_seconds(floor) / t->min_seconds);
+    return o;
+}
+
+static cJSON *json_resident(const bench_resident *c) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "unit", c->unit);
+    cJSON_AddNumberToObject(o, "units", (double)c->units);
+    cJSON_AddNumberToObject(o, "small_units", (double)c->small_units);
+    cJSON_AddNumberToObject(o, "small_bytes", c->small_bytes);
+    cJSON_AddNumberToObject(o, "small_ms", ms(c->small_seconds));
+    cJSON_AddNumberToObject(o, "large_units", (double)c->large_units);
+    cJSON_AddNumberToObject(o, "large_bytes", c->large_bytes);
+    cJSON_AddNumberToObject(o, "large_ms", ms(c->large_seconds));
+    cJSON_AddNumberToObject(o, "fixed_ms", ms(c->fixed_seconds));
+    cJSON_AddNumberToObject(o, "ms_per_unit", ms(c->unit_seconds));
     return o;
 }
 
@@ -230,19 +257,17 @@ static cJSON *json_scenario(const bench_run *run, const bench_result *r) {
     cJSON_AddNumberToObject(o, "tokens", (double)r->tokens);
     cJSON_AddNumberToObject(o, "read_bytes", r->read_bytes);
     cJSON_AddNumberToObject(o, "written_bytes", r->written_bytes);
-    cJSON_AddNumberToObject(o, "exps", r->exps);
-    cJSON *bounds = cJSON_AddArrayToObject(o, "bounds");
+    cJSON_AddItemToObject(o, "resident", json_resident(&r->resident));
+    cJSON *floors = cJSON_AddArrayToObject(o, "floors");
     for (int ti = 0; ti < run->num_threads; ti++) {
-        const bench_bound *b = &r->bounds[ti];
+        const bench_floor *f = &r->floors[ti];
         cJSON *item = cJSON_CreateObject();
-        cJSON_AddNumberToObject(item, "threads", b->threads);
-        cJSON_AddNumberToObject(item, "memory_ms", ms(b->memory_seconds));
-        cJSON_AddNumberToObject(item, "compute_ms", ms(b->compute_seconds));
-        cJSON_AddNumberToObject(item, "bound_ms", ms(bench_bound_seconds(b)));
-        cJSON_AddStringToObject(item, "binding", b->memory_seconds >= b->compute_seconds ? "memory" : "compute");
-        cJSON_AddItemToObject(item, "scenario_sized_bandwidth", json_bandwidth(&b->resident));
-        cJSON_AddNumberToObject(item, "exp_vectors_per_s", b->exp_vectors_per_second);
-        cJSON_AddItemToArray(bounds, item);
+        cJSON_AddNumberToObject(item, "threads", f->threads);
+        cJSON_AddNumberToObject(item, "compute_floor_ms", ms(f->compute_seconds));
+        cJSON_AddNumberToObject(item, "memory_floor_ms", ms(f->memory_seconds));
+        cJSON_AddNumberToObject(item, "floor_ms", ms(bench_floor_seconds(f)));
+        cJSON_AddStringToObject(item, "binding", f->compute_seconds >= f->memory_seconds ? "compute" : "memory");
+        cJSON_AddItemToArray(floors, item);
     }
     cJSON *results = cJSON_AddArrayToObject(o, "results");
     cJSON_AddItemToArray(results, json_timing(run, r, BENCH_REFERENCE, 0));
@@ -267,7 +292,7 @@ static cJSON *json_options(const bench_run *run) {
 
 int bench_write_json(const char *path, const bench_run *run) {
     cJSON *root = cJSON_CreateObject();
-    cJSON_AddStringToObject(root, "format", "kvcmp-bench/2");
+    cJSON_AddStringToObject(root, "format", "kvcmp-bench/3");
     cJSON_AddItemToObject(root, "run", kvc_run_info(0, 0, json_options(run)));
     cJSON_AddItemToObject(root, "metadata", json_metadata(run));
     cJSON *threads = cJSON_AddArrayToObject(root, "threads");
@@ -310,20 +335,27 @@ static void csv_field(FILE *f, const char *text, int last) {
 static void csv_row(FILE *f, const bench_run *run, const bench_result *r, int impl, int ti) {
     const bench_timing *t = &r->timings[impl][ti];
     const bench_timing *opt = optimized_at(r, impl == BENCH_REFERENCE ? 0 : ti);
-    const bench_bound *bound = bound_for(run, r, impl, ti);
+    const bench_floor *floor = floor_for(run, r, impl, ti);
     char threads[16], min[32] = "", median[32] = "", runs[16] = "", ratio[32] = "", fraction[32] = "";
+    char compute[32] = "", memory[32] = "", floor_ms[32] = "";
     snprintf(threads, sizeof threads, "%d", impl == BENCH_REFERENCE ? 1 : run->threads[ti]);
+    if (floor) {
+        snprintf(compute, sizeof compute, "%.6f", ms(floor->compute_seconds));
+        snprintf(memory, sizeof memory, "%.6f", ms(floor->memory_seconds));
+        snprintf(floor_ms, sizeof floor_ms, "%.6f", ms(bench_floor_seconds(floor)));
+    }
     if (t->present) {
         snprintf(min, sizeof min, "%.6f", ms(t->min_seconds));
         snprintf(median, sizeof median, "%.6f", ms(t->median_seconds));
         snprintf(runs, sizeof runs, "%d", t->runs);
         if (opt) snprintf(ratio, sizeof ratio, "%.4f", t->min_seconds / opt->min_seconds);
-        if (bound && held_to_bound(t)) snprintf(fraction, sizeof fraction, "%.4f", bench_bound_seconds(bound) / t->min_seconds);
+        if (floor && held_to_floor(t)) snprintf(fraction, sizeof fraction, "%.4f", bench_floor_seconds(floor) / t->min_seconds);
     }
     char detail[sizeof t->detail + 64] = "";
     if (t->verdict == OUTPUT_DIFFERS) snprintf(detail, sizeof detail, "%lld bytes; %s", (long long)t->differing_bytes, t->detail);
     else if (t->verdict == OUTPUT_FAILED) snprintf(detail, sizeof detail, "%s", t->detail);
-    const char *fields[] = {r->sc->name, threads, run->impl_names[impl], min, median, runs, ratio, fraction, verdict_name(t->verdict), detail};
+    const char *fields[] = {r->sc->name, threads, run->impl_names[impl], min, median, runs, ratio, compute, memory, floor_ms, fraction,
+                            verdict_name(t->verdict), detail};
     int count = (int)(sizeof fields / sizeof fields[0]);
     for (int i = 0; i < count; i++) csv_field(f, fields[i], i == count - 1);
 }

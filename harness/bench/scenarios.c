@@ -5,7 +5,9 @@
  * byte it must read once plus every output byte it writes (a V4 state row
  * is read once per call: R = 128 windows do not overlap, and for R = 4 the
  * previous group reads a row's first half, its own group the second).
- * The exp counts are the exact exps a stage cannot do without. */
+ * A scenario's work is counted in units (bench_scenario_units), so that
+ * a copy of it small enough to stay in the caches can stand for its
+ * compute: the same shape with fewer tokens, or fewer requests. */
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -123,7 +125,6 @@ static void setup_v4_prefill(scenario_data *s, int32_t ratio, int32_t head_dim, 
         positions[t] = p;
         slots[t] = kvc_v4_state_slot(a, req, p);
         kv_slots[t] = kvc_is_closing(p, ratio) ? closing++ : -1;
-        if (kvc_is_closing(p, ratio)) s->exps += (double)head_dim * (p + 1 < coff_window(ratio) ? p + 1 : coff_window(ratio));
     }
     a->token_to_req = token_to_req;
     a->positions = positions;
@@ -136,15 +137,12 @@ static void setup_v4_prefill(scenario_data *s, int32_t ratio, int32_t head_dim, 
     a->kv_cache = bench_cache(s, (closing + 63) / 64, 64, kvc_cache_row_bytes(dtype), padding);
     s->tokens = tokens;
     /* Every state row once, one cos/sin row and one cache row per closing
-     * token; one exp per channel and valid window entry. */
+     * token. */
     s->read_bytes = (double)tokens * 2 * width * 4 + (double)closing * 64 * 4;
     s->written_bytes = (double)closing * kvc_cache_row_bytes(dtype);
     add_output(s, "kv_cache", a->kv_cache.data, cache_bytes(&a->kv_cache));
 }
 
-static void setup_r128_prefill(scenario_data *s) { setup_v4_prefill(s, 128, 512, 8, 8192, 1, 0); }
-static void setup_r4_prefill(scenario_data *s) { setup_v4_prefill(s, 4, 512, 4, 8192, 1, 0); }
-static void setup_d128_prefill(scenario_data *s) { setup_v4_prefill(s, 4, 128, 4, 8192, 1, 0); }
 
 /* V4 forward at decode: `requests` requests, one closing token each at
  * about `context` positions (the first closing position from context - 1
@@ -175,7 +173,6 @@ static void setup_v4_decode(scenario_data *s, int32_t ratio, int32_t head_dim, i
     c->block_table = block_table;
     c->num_requests = requests;
     c->max_blocks = max_blocks;
-    s->exps = 0;
     for (int64_t r = 0; r < requests; r++) {
         int64_t p = first_closing + ratio * (r % 8), first = p - window + 1 > 0 ? p - window + 1 : 0;
         for (int64_t column = 0; column < max_blocks; column++) block_table[r * max_blocks + column] = 0;
@@ -185,7 +182,6 @@ static void setup_v4_decode(scenario_data *s, int32_t ratio, int32_t head_dim, i
         positions[r] = p;
         slots[r] = kvc_v4_state_slot(c, r, p);
         kv_slots[r] = r;
-        s->exps += (double)head_dim * (double)(p - first + 1);
     }
     c->token_to_req = token_to_req;
     c->positions = v->positions = positions;
@@ -206,15 +202,13 @@ static void setup_v4_decode(scenario_data *s, int32_t ratio, int32_t head_dim, i
     v->ape = ape;
     s->tokens = requests;
     /* save: read kv + score, write the state row; compress: a window of
-     * D-wide kv and score entries, a cos/sin row, one cache row written;
-     * one exp per channel and window entry. */
+     * D-wide kv and score entries, a cos/sin row, one cache row written. */
     s->read_bytes = (double)requests * (2.0 * width * 4 + (double)window * 2 * head_dim * 4 + 64 * 4);
     s->written_bytes = (double)requests * (2.0 * width * 4 + (double)kvc_cache_row_bytes(dtype));
     add_output(s, "state_cache", c->state_cache.data, cache_bytes(&c->state_cache));
     add_output(s, "kv_cache", c->kv_cache.data, cache_bytes(&c->kv_cache));
 }
 
-static void setup_r4_decode(scenario_data *s) { setup_v4_decode(s, 4, 512, 4, 64, 4096, 0); }
 
 /* save_partial_states: `requests` requests of tokens / requests positions
  * each from 0, shuffled blocks of block_size rows. */
@@ -253,7 +247,6 @@ static void setup_v4_save(scenario_data *s, int32_t ratio, int32_t head_dim, int
     add_output(s, "state_cache", a->state_cache.data, cache_bytes(&a->state_cache));
 }
 
-static void setup_save(scenario_data *s) { setup_v4_save(s, 4, 512, 4, 8192, 1, 0); }
 
 /* V4.1 save_compress_norm, R = 2: `requests` requests of `chunk` tokens
  * each, starting at `start` (odd start: the first token reads the ring). */
@@ -295,18 +288,13 @@ static void setup_v41_norm(scenario_data *s, int64_t requests, int64_t chunk, in
     s->tokens = tokens;
     int64_t ring_rows = requests * (chunk < cap ? chunk : cap);
     int64_t ring_reads = start % 2 ? requests : 0;
-    /* kv_score read once, ring rows read and stored, latent rows written;
-     * one exp per channel of a closing token (the maximum's own weight is
-     * exp(0) = 1). */
+    /* kv_score read once, ring rows read and stored, latent rows written. */
     s->read_bytes = (double)tokens * 4096 + (double)ring_reads * 4096;
     s->written_bytes = (double)ring_rows * 4096 + (double)closing * 1024;
-    s->exps = (double)closing * 512;
     add_output(s, "latent", a->latent, (size_t)(tokens * 512) * 2);
     add_output(s, "state_cache", a->state_cache.data, cache_bytes(&a->state_cache));
 }
 
-static void setup_v41_prefill(scenario_data *s) { setup_v41_norm(s, 1, 8192, 0, 0); }
-static void setup_v41_decode(scenario_data *s) { setup_v41_norm(s, 64, 1, 4095, 0); }
 
 /* V4.1 rope_quant_insert, R = 2: `tokens` positions from 0, the closing
  * rows inserted into fp8_ds_mla pages of block_size rows. */
@@ -337,17 +325,25 @@ static void setup_v41_insert(scenario_data *s, int64_t tokens, int64_t block_siz
     add_output(s, "kv_cache", a->kv_cache.data, cache_bytes(&a->kv_cache));
 }
 
-static void setup_quant_insert(scenario_data *s) { setup_v41_insert(s, 8192, 64, 0); }
+/* The built-in scenarios, as --shape would give them. */
+static const bench_shape r128_prefill = {SHAPE_V4_COMPRESS, .d = 512, .r = 128, .tokens = 8192, .requests = 1, .block = 8};
+static const bench_shape r4_prefill = {SHAPE_V4_COMPRESS, .d = 512, .r = 4, .tokens = 8192, .requests = 1, .block = 4};
+static const bench_shape d128_prefill = {SHAPE_V4_COMPRESS, .d = 128, .r = 4, .tokens = 8192, .requests = 1, .block = 4};
+static const bench_shape r4_decode = {SHAPE_V4_DECODE, .d = 512, .r = 4, .requests = 64, .context = 4096, .block = 4};
+static const bench_shape save = {SHAPE_V4_SAVE, .d = 512, .r = 4, .tokens = 8192, .requests = 1, .block = 4};
+static const bench_shape v41_prefill = {SHAPE_V41_NORM, .tokens = 8192, .requests = 1};
+static const bench_shape v41_decode = {SHAPE_V41_NORM, .tokens = 64, .requests = 64, .start = 4095};
+static const bench_shape quant_insert = {SHAPE_V41_INSERT, .tokens = 8192, .block = 64};
 
 const bench_scenario bench_scenarios[] = {
-    {"v4-d512-r128-prefill", "V4 compress D=512 R=128, 1 request x 8192 tokens, state block 8", setup_r128_prefill, NULL},
-    {"v4-d512-r4-prefill", "V4 compress D=512 R=4, 1 request x 8192 tokens, state block 4", setup_r4_prefill, NULL},
-    {"v4-d128-r4-prefill", "V4 compress D=128 R=4, 1 request x 8192 tokens, state block 4", setup_d128_prefill, NULL},
-    {"v4-d512-r4-decode", "V4 forward D=512 R=4, 64 requests x 1 closing token, ~4096 context", setup_r4_decode, NULL},
-    {"v4-save-partial-states", "V4 save_partial_states D=512 R=4, 8192 tokens", setup_save, NULL},
-    {"v41-r2-prefill", "V4.1 save_compress_norm R=2, 1 request x 8192 tokens", setup_v41_prefill, NULL},
-    {"v41-r2-decode", "V4.1 save_compress_norm R=2, 64 requests x 1 token (ring read)", setup_v41_decode, NULL},
-    {"v41-rope-quant-insert", "V4.1 rope_quant_insert R=2, 8192 tokens (4096 rows)", setup_quant_insert, NULL},
+    {"v4-d512-r128-prefill", "V4 compress D=512 R=128, 1 request x 8192 tokens, state block 8", &r128_prefill},
+    {"v4-d512-r4-prefill", "V4 compress D=512 R=4, 1 request x 8192 tokens, state block 4", &r4_prefill},
+    {"v4-d128-r4-prefill", "V4 compress D=128 R=4, 1 request x 8192 tokens, state block 4", &d128_prefill},
+    {"v4-d512-r4-decode", "V4 forward D=512 R=4, 64 requests x 1 closing token, ~4096 context", &r4_decode},
+    {"v4-save-partial-states", "V4 save_partial_states D=512 R=4, 8192 tokens", &save},
+    {"v41-r2-prefill", "V4.1 save_compress_norm R=2, 1 request x 8192 tokens", &v41_prefill},
+    {"v41-r2-decode", "V4.1 save_compress_norm R=2, 64 requests x 1 token (ring read)", &v41_decode},
+    {"v41-rope-quant-insert", "V4.1 rope_quant_insert R=2, 8192 tokens (4096 rows)", &quant_insert},
 };
 const int bench_num_scenarios = (int)(sizeof bench_scenarios / sizeof bench_scenarios[0]);
 
@@ -510,12 +506,44 @@ static void setup_shape(scenario_data *s, const bench_shape *h) {
     }
 }
 
-void bench_scenario_setup(const bench_scenario *sc, int huge_pages, scenario_data *s) {
+/* Requests of at most this many tokens are counted whole: a copy with
+ * fewer of them keeps each one's tokens.  Longer ones are counted in
+ * tokens, as one request. */
+#define UNIT_REQUEST_TOKENS 256
+
+bench_units bench_scenario_units(const bench_scenario *sc) {
+    const bench_shape *h = sc->params;
+    /* Tokens go in steps that keep the closing tokens' share: R at V4, 2
+     * at V4.1.  A V4 decode's requests differ only in their positions. */
+    int64_t step = h->stage == SHAPE_V4_COMPRESS || h->stage == SHAPE_V4_SAVE ? h->r : 2;
+    switch (h->stage) {
+    case SHAPE_V4_DECODE: return (bench_units){h->requests, 1, "requests"};
+    case SHAPE_V41_INSERT: return (bench_units){h->tokens, 2, "tokens"};
+    case SHAPE_V4_COMPRESS:
+    case SHAPE_V4_SAVE:
+    case SHAPE_V41_NORM: break;
+    }
+    if (h->requests > 1 && h->tokens / h->requests <= UNIT_REQUEST_TOKENS) return (bench_units){h->requests, 1, "requests"};
+    return (bench_units){h->tokens, step, "tokens"};
+}
+
+void bench_scenario_setup_units(const bench_scenario *sc, int64_t units, int huge_pages, scenario_data *s) {
+    bench_shape h = *sc->params;
+    if (strcmp(bench_scenario_units(sc).name, "requests") == 0) {
+        h.tokens = h.tokens / h.requests * units;
+        h.requests = units;
+    } else {
+        h.tokens = units;
+        h.requests = 1;
+    }
     memset(s, 0, sizeof *s);
     s->huge_pages = huge_pages;
     rng_state = 0x9E3779B97F4A7C15ULL;   /* the same data every run of the bench */
-    if (sc->custom) setup_shape(s, sc->custom);
-    else sc->setup(s);
+    setup_shape(s, &h);
+}
+
+void bench_scenario_setup(const bench_scenario *sc, int huge_pages, scenario_data *s) {
+    bench_scenario_setup_units(sc, bench_scenario_units(sc).count, huge_pages, s);
 }
 
 void bench_scenario_free(scenario_data *s) {

@@ -88,6 +88,7 @@ typedef struct {
     int will_save;            /* MSG_RESULT: shrinking and saving follow */
     int save_failed;          /* MSG_SAVED: saved holds the error */
     double at_seconds;        /* since the campaign started */
+    double case_seconds;      /* MSG_RESULT: the worker's time on the case (generation and check) */
     char kind[32];
     char detail[700];
     char saved[400];
@@ -292,6 +293,7 @@ static kvc_fuzz_outcome check_history(worker *w, kvc_gen_case *g, int64_t index,
 static int run_one(worker *w, int64_t index) {
     message m = {.type = MSG_START, .index = index};
     send_message(w, &m);
+    double case_started = now_seconds();
     kvc_gen_case g;
     kvc_gen_make(&w->gen, index, &g);
     uint64_t salt = case_salt(w->o, index);
@@ -304,6 +306,7 @@ static int run_one(worker *w, int64_t index) {
     if (outgrew_memory_limit(w, &g, index, &m)) { kvc_gen_free(&g); return 1; }
     m.type = MSG_RESULT;
     m.outcome = v.outcome;
+    m.case_seconds = now_seconds() - case_started;
     snprintf(m.kind, sizeof m.kind, "%s", v.kind);
     snprintf(m.detail, sizeof m.detail, "%.560s%s%s", v.detail, g.invalid[0] ? "; input corrupted on purpose: " : "", g.invalid);
     kvc_case_coverage_of(&g, &m.coverage);
@@ -363,6 +366,7 @@ static void worker_main(worker *w, int job, int64_t first_k, volatile int *stop)
 
 typedef struct {
     int64_t cases, failures, skipped, invalid;
+    double worker_seconds;    /* the workers' time on these cases, summed */
 } tally;
 
 typedef struct {
@@ -440,6 +444,7 @@ static void on_result(campaign *c, const message *m) {
     kvc_coverage_add(&c->coverage, &m->coverage);
     tally *tv = &c->by_variant[m->variant], *tf = &c->by_family[m->family];
     tv->cases++; tf->cases++;
+    tv->worker_seconds += m->case_seconds; tf->worker_seconds += m->case_seconds;
     tv->invalid += m->invalid; tf->invalid += m->invalid;
     if (m->outcome == KVC_FUZZ_SKIP) { c->skipped++; tv->skipped++; tf->skipped++; return; }
     if (m->outcome != KVC_FUZZ_FAIL) return;
@@ -546,18 +551,22 @@ static void on_lost_case(campaign *c, int64_t index, const char *kind, const cha
 
 /* ---- reports ---------------------------------------------------------- */
 
+/* Cases per second of one worker: what a stage's cases cost, whatever
+ * the number of jobs. */
+static double worker_rate(const tally *t) { return t->worker_seconds > 0 ? (double)t->cases / t->worker_seconds : 0.0; }
+
 static void print_summary(campaign *c, double elapsed) {
-    printf("\nper variant            cases  invalid  skipped  failures\n");
+    printf("\nper variant            cases  invalid  skipped  failures  cases/s (one worker)\n");
     for (int v = 0; v < kvc_variant_count(); v++) {
         tally *t = &c->by_variant[v];
-        if (t->cases) printf("  %-34s %7lld %7lld %7lld %7lld\n", kvc_variant(v)->name, (long long)t->cases, (long long)t->invalid,
-                             (long long)t->skipped, (long long)t->failures);
+        if (t->cases) printf("  %-34s %7lld %7lld %7lld %7lld %8.0f\n", kvc_variant(v)->name, (long long)t->cases, (long long)t->invalid,
+                             (long long)t->skipped, (long long)t->failures, worker_rate(t));
     }
     printf("per family\n");
     for (int f = 0; f < KVC_FAM_COUNT; f++) {
         tally *t = &c->by_family[f];
-        if (t->cases) printf("  %-34s %7lld %7lld %7lld %7lld\n", kvc_family_name(f), (long long)t->cases, (long long)t->invalid,
-                             (long long)t->skipped, (long long)t->failures);
+        if (t->cases) printf("  %-34s %7lld %7lld %7lld %7lld %8.0f\n", kvc_family_name(f), (long long)t->cases, (long long)t->invalid,
+                             (long long)t->skipped, (long long)t->failures, worker_rate(t));
     }
     kvc_coverage_print(stdout, &c->coverage);
     printf("fuzz: %lld cases in %.1f s (%.0f cases/s), candidate %s, policy %s, seed %llu: %lld failure%s",
@@ -591,6 +600,8 @@ static cJSON *tally_json(const tally *t) {
     cJSON_AddNumberToObject(o, "invalid", (double)t->invalid);
     cJSON_AddNumberToObject(o, "skipped", (double)t->skipped);
     cJSON_AddNumberToObject(o, "failures", (double)t->failures);
+    cJSON_AddNumberToObject(o, "worker_seconds", t->worker_seconds);
+    cJSON_AddNumberToObject(o, "cases_per_second", worker_rate(t));
     return o;
 }
 

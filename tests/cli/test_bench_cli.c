@@ -57,7 +57,7 @@ Test(cli_bench, one_small_scenario_writes_json, .timeout = 120) {
     char *text = support_read_file(json);
     cJSON *root = cJSON_Parse(text);
     cr_assert_not_null(root, "%s is not JSON", json);
-    cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(root, "format")), "kvcmp-bench/2");
+    cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(root, "format")), "kvcmp-bench/3");
     cJSON *scenario = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "scenarios"), 0);
     cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(scenario, "name")), "v4-d512-r4-decode");
     /* The reference, then the optimized backend at the one thread count. */
@@ -76,7 +76,7 @@ Test(cli_bench, one_small_scenario_writes_json, .timeout = 120) {
 
 /* Every scenario once, without the reference's timings: each scenario's
  * setup and its optimized stage run, every output matches the
- * reference's, and no time beats its scenario's bound. */
+ * reference's, and each has a fraction of its scenario's floor. */
 Test(cli_bench, every_scenario_once_without_the_reference, .timeout = 300) {
     char error[256];
     if (!kvc_backend_by_name("opt", error, sizeof error)) cr_skip_test("%s", error);
@@ -103,8 +103,8 @@ Test(cli_bench, every_scenario_once_without_the_reference, .timeout = 300) {
         cJSON *reference = cJSON_GetArrayItem(cJSON_GetObjectItem(scenario, "results"), 0);
         cr_expect_null(cJSON_GetObjectItem(reference, "min_ms"), "%s: the reference timed with --reference-runs 0", name);
         cJSON *optimized = cJSON_GetArrayItem(cJSON_GetObjectItem(scenario, "results"), 1);
-        double fraction = cJSON_GetObjectItem(optimized, "fraction_of_bound")->valuedouble;
-        cr_expect(fraction > 0 && fraction <= 1.0, "%s: opt reached %.3f of its bound", name, fraction);
+        cJSON *fraction = cJSON_GetObjectItem(optimized, "fraction");
+        cr_expect(cJSON_IsNumber(fraction) && fraction->valuedouble > 0, "%s: opt has no fraction of its floor", name);
     }
     cr_expect(strstr(text, "vllm") == NULL, "hard-coded upstream numbers in the JSON");
     cJSON_Delete(root);

@@ -2,6 +2,7 @@
 #include <sys/stat.h>
 
 #include <cjson/cJSON.h>
+#include <math.h>
 
 #include "tests/cli/cli_support.h"
 
@@ -73,6 +74,21 @@ Test(cli_fuzz, tiny_campaign_writes_its_summary, .timeout = 60) {
     cr_expect_eq(cJSON_GetNumberValue(cJSON_GetObjectItem(summary, "cases")), 6);
     cr_expect_eq(cJSON_GetNumberValue(cJSON_GetObjectItem(summary, "failures")), 0);
     cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItem(summary, "failure_list")), 0);
+    /* Each variant's cases per second of one worker: its cases over the
+     * workers' seconds on them. */
+    expect_contains(run.out, "failures  cases/s (one worker)\n", "stdout");
+    cJSON *variant;
+    int variants = 0;
+    cJSON_ArrayForEach(variant, cJSON_GetObjectItem(summary, "per_variant")) {
+        double cases = cJSON_GetNumberValue(cJSON_GetObjectItem(variant, "cases"));
+        double seconds = cJSON_GetNumberValue(cJSON_GetObjectItem(variant, "worker_seconds"));
+        double rate = cJSON_GetNumberValue(cJSON_GetObjectItem(variant, "cases_per_second"));
+        cr_expect(seconds > 0 && rate > 0, "%s: %g s, %g cases/s", variant->string, seconds, rate);
+        cr_expect(fabs(rate * seconds - cases) <= 1e-9 * cases, "%s: %g cases/s x %g s is not %g cases", variant->string, rate, seconds,
+                  cases);
+        variants++;
+    }
+    cr_expect_gt(variants, 0, "no per_variant tallies");
     /* The run metadata: which kvcmp, and the options that chose the cases. */
     cJSON *run_info = cJSON_GetObjectItem(summary, "run"), *options = cJSON_GetObjectItem(run_info, "options");
     cr_expect(cJSON_GetStringValue(cJSON_GetObjectItem(run_info, "commit")) != NULL, "%s", text);
