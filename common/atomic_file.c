@@ -3,6 +3,7 @@
 #include "common/atomic_file.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -17,6 +18,25 @@ static int fail(const char *path, const char *reason, char *error, size_t error_
     return -1;
 }
 
+/* The temporary's stream writes through these, so that the reason of a
+ * failed write (which stdio does not keep) is kept for the commit. */
+static ssize_t write_all(void *cookie, const char *buffer, size_t size) {
+    kvc_atomic_file *a = cookie;
+    for (size_t done = 0; done < size;) {
+        ssize_t n = write(a->fd, buffer + done, size - done);
+        if (n < 0) { a->write_errno = errno; return -1; }
+        done += (size_t)n;
+    }
+    return (ssize_t)size;
+}
+
+static int close_fd(void *cookie) {
+    kvc_atomic_file *a = cookie;
+    int rc = close(a->fd);
+    if (rc != 0) a->write_errno = errno;
+    return rc;
+}
+
 int kvc_atomic_open(kvc_atomic_file *a, const char *path, char *error, size_t error_size) {
     memset(a, 0, sizeof *a);
     if (strlen(path) >= sizeof a->path) return fail(path, strerror(ENAMETOOLONG), error, error_size);
@@ -28,21 +48,27 @@ int kvc_atomic_open(kvc_atomic_file *a, const char *path, char *error, size_t er
     snprintf(a->path, sizeof a->path, "%s", path);
     const char *slash = strrchr(path, '/');
     int dir_length = slash ? (int)(slash - path + 1) : 0;
-    /* "x": O_EXCL, which refuses an existing name, a link included; "e": O_CLOEXEC. */
+    /* O_EXCL refuses an existing name, a link included: the next is tried. */
     do {
         unsigned long n = __atomic_fetch_add(&temp_counter, 1, __ATOMIC_RELAXED);
         snprintf(a->temp, sizeof a->temp, "%.*s.%s.partial-%ld-%lu", dir_length, path, path + dir_length, (long)getpid(), n);
-        a->f = fopen(a->temp, "wxe");
-    } while (!a->f && errno == EEXIST);
-    if (!a->f) return fail(path, strerror(errno), error, error_size);
+        a->fd = open(a->temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    } while (a->fd < 0 && errno == EEXIST);
+    const cookie_io_functions_t io = {.write = write_all, .close = close_fd};
+    if (a->fd < 0 || !(a->f = fopencookie(a, "w", io))) {
+        int reason = errno;
+        if (a->fd >= 0) { close(a->fd); unlink(a->temp); }
+        return fail(path, strerror(reason), error, error_size);
+    }
     return 0;
 }
 
 int kvc_atomic_commit(kvc_atomic_file *a, char *error, size_t error_size) {
-    /* A write that failed earlier fails again in the flush, with its errno. */
-    int reason = fflush(a->f) != 0 ? errno : ferror(a->f) ? EIO : 0;
-    if (fclose(a->f) != 0 && !reason) reason = errno;
+    /* Every failure passes through write_all or close_fd. */
+    fflush(a->f);
+    fclose(a->f);
     a->f = NULL;
+    int reason = a->write_errno;
     if (!reason && rename(a->temp, a->path) != 0) reason = errno;
     if (!reason) return 0;
     unlink(a->temp);

@@ -20,12 +20,15 @@
 
 typedef struct {
     FILE *f;            /* the temporary: write through it between open and commit */
+    int fd;
+    int write_errno;    /* the last write's or the close's failure: ENOSPC, EFBIG... */
     char path[4096];    /* the target */
     char temp[4200];
 } kvc_atomic_file;
 
 /* Opens a temporary for path.  0, or -1 with "cannot write PATH: REASON"
- * in error (nothing created). */
+ * in error (nothing created).  a->f writes through a, which must stay
+ * where it is until the commit or the abort. */
 int kvc_atomic_open(kvc_atomic_file *a, const char *path, char *error, size_t error_size);
 
 /* Closes the temporary and renames it over the target.  0, or -1 with

@@ -264,16 +264,20 @@ static void printable_name(const char *name, char *out, size_t size) {
 
 /* Tensor names become file names: one that is not a plain name ('/',
  * "..", a leading '.') would write outside the case directory. */
-static int write_case_files(const char *dir, const kvc_case *c, char *error, size_t error_size) {
+static int check_tensor_names(const kvc_case *c, const char *parent, const char *name, char *error, size_t error_size) {
     for (int i = 0; i < c->num_tensors; i++) {
         if (kvc_plain_name(c->tensors[i].name)) continue;
         char shown[sizeof c->tensors[i].name];
         printable_name(c->tensors[i].name, shown, sizeof shown);
         snprintf(error, error_size,
                  "tensor name '%s' is not a plain file name (no '/', no '..', no leading '.', no control characters): "
-                 "case %s not saved (rename the tensor)", shown, dir);
+                 "case %s/%s not saved (rename the tensor)", shown, parent, name);
         return -1;
     }
+    return 0;
+}
+
+static int write_case_files(const char *dir, const kvc_case *c, char *error, size_t error_size) {
     if (write_case_json(dir, c, error, error_size)) return -1;
     for (int i = 0; i < c->num_tensors; i++) {
         char path[4096];
@@ -330,6 +334,7 @@ static void partial_name(const char *parent, const char *name, pid_t pid, char *
 /* Writes the case into the hidden partial directory of parent/name. */
 static int write_partial(const char *parent, const char *name, const kvc_case *c, char *partial, size_t partial_size, char *error,
                          size_t error_size) {
+    if (check_tensor_names(c, parent, name, error, error_size)) return -1;
     if (make_dirs(parent)) { snprintf(error, error_size, "cannot create %s: %s", parent, strerror(errno)); return -1; }
     partial_name(parent, name, getpid(), partial, partial_size);
     kvc_remove_tree(partial);   /* a leftover of an earlier process with this pid */
@@ -361,7 +366,7 @@ static int save_by_rename(const char *parent, const char *name, int names, const
  * kill in between leaves only hidden directories (the case walk skips
  * them; kvc_case_remove_partial_saves removes them). */
 static int replace_case(const char *parent, const char *name, const kvc_case *c, char *error, size_t error_size) {
-    char partial[4096], path[4200], old[4200];
+    char partial[4096], path[8200], old[8300];   /* parent and name each up to 4095 bytes */
     if (write_partial(parent, name, c, partial, sizeof partial, error, error_size)) return -1;
     snprintf(path, sizeof path, "%s/%s", parent, name);
     snprintf(old, sizeof old, "%s/.%s.old.partial-%ld", parent, name, (long)getpid());
