@@ -54,13 +54,14 @@ int kvc_atomic_open(kvc_atomic_file *a, const char *path, char *error, size_t er
         snprintf(a->temp, sizeof a->temp, "%.*s.%s.partial-%ld-%lu", dir_length, path, path + dir_length, (long)getpid(), n);
         a->fd = open(a->temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
     } while (a->fd < 0 && errno == EEXIST);
+    if (a->fd < 0) return fail(path, strerror(errno), error, error_size);
     const cookie_io_functions_t io = {.write = write_all, .close = close_fd};
-    if (a->fd < 0 || !(a->f = fopencookie(a, "w", io))) {
-        int reason = errno;
-        if (a->fd >= 0) { close(a->fd); unlink(a->temp); }
-        return fail(path, strerror(reason), error, error_size);
-    }
-    return 0;
+    a->f = fopencookie(a, "w", io);
+    if (a->f) return 0;
+    int reason = errno;   /* out of memory */
+    close(a->fd);
+    unlink(a->temp);
+    return fail(path, strerror(reason), error, error_size);
 }
 
 int kvc_atomic_commit(kvc_atomic_file *a, char *error, size_t error_size) {

@@ -249,8 +249,8 @@ static int write_case_json(const char *dir, const kvc_case *c, char *error, size
     cJSON_Delete(root);
     char path[4096];
     snprintf(path, sizeof path, "%s/case.json", dir);
-    int rc = text ? kvc_atomic_write_text(path, text, error, error_size) : -1;
-    if (!text) snprintf(error, error_size, "cannot write %s: out of memory", path);
+    if (!text) { snprintf(error, error_size, "cannot write %s: out of memory", path); return -1; }
+    int rc = kvc_atomic_write_text(path, text, error, error_size);
     free(text);
     return rc;
 }

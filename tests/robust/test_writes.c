@@ -9,6 +9,9 @@
 #include "tests/robust/robust_support.h"
 
 #include "common/atomic_file.h"
+#include "harness/bench/bench.h"
+#include "harness/report/junit.h"
+#include "harness/report/report.h"
 #include "harness/report/run_info.h"
 
 #define VICTIM_TEXT "the linked file, which must stay as it is\n"
@@ -100,6 +103,10 @@ Test(writes, atomic_file_writes_whole_files_and_never_through_a_link) {
     cr_expect_eq(kvc_atomic_write_text(long_path, "x", error, sizeof error), -1);
     cr_expect(strstr(error, "File name too long"), "%s", error);
     free(long_path);
+    /* A bare name: its temporary in the current directory. */
+    cr_assert_eq(chdir(p.dir), 0);
+    cr_expect_eq(kvc_atomic_write_text("bare.json", "{}", error, sizeof error), 0, "%s", error);
+    cr_expect(support_file_exists("bare.json"));
     support_remove_tree(p.dir);
 }
 
@@ -153,6 +160,90 @@ Test(writes, atomic_file_on_a_full_disk_reports_it_and_keeps_the_old_file) {
     cr_expect_str_eq(text, "old\n", "the old file was cut short");
     free(text);
     cr_expect_eq(entries_in(dir, NULL), 1, "the temporary was left");
+    support_remove_tree(dir);
+}
+
+static void write_old(const char *dir, const char *name) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    support_write_text(path, "old\n");
+}
+
+static void expect_old(const char *dir, const char *name) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    char *text = support_read_file(path);
+    cr_expect_str_eq(text, "old\n", "%s was cut short or replaced by a failed write", name);
+    free(text);
+}
+
+/* Every writer, in this process, under a 64-byte file-size limit: each
+ * fails, and each old file stays whole (their messages go to /dev/null). */
+Test(writes, every_writer_on_a_full_disk_fails_and_keeps_the_old_file) {
+    char dir[64], path[256], error[4400];
+    support_temp_dir(dir, sizeof dir);
+    const char *names[] = {"parity.md", "parity.html", "parity.json", "results.xml", "summary.json", "bench.json", "bench.csv", "x.npy"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) write_old(dir, names[i]);
+    kvc_parity_report parity;
+    memset(&parity, 0, sizeof parity);
+    kvc_junit *junit = kvc_junit_new("kvcmp");
+    kvc_junit_pass(junit, "v41.rope_quant_insert", "a case with a long enough name to pass 64 bytes", 0.5);
+    bench_run *run = calloc(1, sizeof *run);
+    kvc_array array;
+    int64_t shape[1] = {64};
+    cr_assert_eq(kvc_array_alloc(&array, KVC_DT_F4, 1, shape), 0);
+    kvc_case c;
+    support_make_case("v41.rope_quant_insert", KVC_FAM_NORMAL, 1, 0, &c);
+    char case_dir[128];
+    snprintf(case_dir, sizeof case_dir, "%s/case", dir);
+
+    fflush(stderr);
+    int saved_stderr = dup(STDERR_FILENO), null = open("/dev/null", O_WRONLY);
+    dup2(null, STDERR_FILENO);
+    struct rlimit saved, limited;
+    cr_assert_eq(getrlimit(RLIMIT_FSIZE, &saved), 0);
+    limited = saved;
+    limited.rlim_cur = 64;
+    signal(SIGXFSZ, SIG_IGN);
+    cr_assert_eq(setrlimit(RLIMIT_FSIZE, &limited), 0);
+    int parity_rc = kvc_render_parity(&parity, dir);
+    snprintf(path, sizeof path, "%s/results.xml", dir);
+    int junit_rc = kvc_junit_write(junit, path, error, sizeof error);
+    char junit_error[4400];
+    snprintf(junit_error, sizeof junit_error, "%s", error);
+    snprintf(path, sizeof path, "%s/summary.json", dir);
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "what", "a summary longer than sixty-four bytes, which the limit cuts");
+    int json_rc = kvc_write_json_file(path, root, error, sizeof error);
+    snprintf(path, sizeof path, "%s/bench.json", dir);
+    int bench_json_rc = bench_write_json(path, run);
+    snprintf(path, sizeof path, "%s/bench.csv", dir);
+    int bench_csv_rc = bench_write_csv(path, run);
+    snprintf(path, sizeof path, "%s/x.npy", dir);
+    int npy_rc = kvc_npy_write(path, &array, error, sizeof error);
+    int case_rc = kvc_case_save(case_dir, &c, error, sizeof error);
+    setrlimit(RLIMIT_FSIZE, &saved);
+    dup2(saved_stderr, STDERR_FILENO);
+    close(saved_stderr);
+    close(null);
+
+    cr_expect_eq(parity_rc, -1, "report parity said it wrote");
+    cr_expect_eq(junit_rc, -1);
+    cr_expect(strstr(junit_error, "results.xml: File too large (check the free space there"), "%s", junit_error);
+    cr_expect_eq(json_rc, -1);
+    cr_expect_eq(bench_json_rc, 1);
+    cr_expect_eq(bench_csv_rc, 1);
+    cr_expect_eq(npy_rc, -1);
+    cr_expect_eq(case_rc, -1);
+    cr_expect(strstr(error, "/case.json: File too large"), "%s", error);
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) expect_old(dir, names[i]);
+    int hidden;
+    cr_expect_eq(entries_in(dir, &hidden), (int)(sizeof names / sizeof *names), "a case or another file was left");
+    cr_expect_eq(hidden, 0, "a temporary was left");
+    kvc_case_free(&c);
+    kvc_array_free(&array);
+    free(run);
+    kvc_junit_free(junit);
     support_remove_tree(dir);
 }
 
