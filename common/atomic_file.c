@@ -37,6 +37,18 @@ static int close_fd(void *cookie) {
     return rc;
 }
 
+/* A candidate that closed its stdout or stderr and keeps printing would
+ * otherwise write into the file that took descriptor 1 or 2 (a saved
+ * case's tensors): the file moves above them. */
+static int above_stdio(kvc_atomic_file *a) {
+    int high = fcntl(a->fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
+    int reason = errno;
+    close(a->fd);
+    if (high < 0) unlink(a->temp);   /* out of descriptors */
+    errno = reason;
+    return high;
+}
+
 int kvc_atomic_open(kvc_atomic_file *a, const char *path, char *error, size_t error_size) {
     memset(a, 0, sizeof *a);
     if (strlen(path) >= sizeof a->path) return fail(path, strerror(ENAMETOOLONG), error, error_size);
@@ -54,6 +66,8 @@ int kvc_atomic_open(kvc_atomic_file *a, const char *path, char *error, size_t er
         snprintf(a->temp, sizeof a->temp, "%.*s.%s.partial-%ld-%lu", dir_length, path, path + dir_length, (long)getpid(), n);
         a->fd = open(a->temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
     } while (a->fd < 0 && errno == EEXIST);
+    if (a->fd < 0) return fail(path, strerror(errno), error, error_size);
+    if (a->fd <= STDERR_FILENO) a->fd = above_stdio(a);
     if (a->fd < 0) return fail(path, strerror(errno), error, error_size);
     const cookie_io_functions_t io = {.write = write_all, .close = close_fd};
     a->f = fopencookie(a, "w", io);

@@ -110,6 +110,38 @@ Test(writes, atomic_file_writes_whole_files_and_never_through_a_link) {
     support_remove_tree(p.dir);
 }
 
+/* A candidate closed stdout and stderr and keeps printing: the files
+ * kvcmp writes never take descriptors 1 and 2. */
+Test(writes, atomic_file_never_takes_stdout_or_stderr) {
+    char dir[64], path[128], error[4400];
+    support_temp_dir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/case.json", dir);
+    fflush(stdout);
+    fflush(stderr);
+    int saved_out = dup(STDOUT_FILENO), saved_err = dup(STDERR_FILENO);
+    close(STDOUT_FILENO);
+    close(STDERR_FILENO);
+    kvc_atomic_file a;
+    int rc = kvc_atomic_open(&a, path, error, sizeof error);
+    int fd = a.fd;
+    ssize_t stray = write(STDOUT_FILENO, "a stray log line\n", 17) + write(STDERR_FILENO, "another\n", 8);
+    if (rc == 0) {
+        fputs("{}", a.f);
+        rc = kvc_atomic_commit(&a, error, sizeof error);
+    }
+    dup2(saved_out, STDOUT_FILENO);
+    dup2(saved_err, STDERR_FILENO);
+    close(saved_out);
+    close(saved_err);
+    cr_assert_eq(rc, 0, "%s", error);
+    cr_expect_gt(fd, STDERR_FILENO, "the file took descriptor %d", fd);
+    cr_expect_eq(stray, -2, "the stray writes found an open descriptor");
+    char *text = support_read_file(path);
+    cr_expect_str_eq(text, "{}");
+    free(text);
+    support_remove_tree(dir);
+}
+
 Test(writes, atomic_file_abort_and_a_failed_rename_leave_the_old_file) {
     char dir[64], path[128], error[4400];
     support_temp_dir(dir, sizeof dir);
