@@ -204,7 +204,11 @@ def load_case(directory):
 
 def save_case(directory, stage, params=None, tensors=None, source="python", meta=None):
     """Writes a case directory; stage may also be a Case (then params and
-    tensors come from it).  Returns the saved Case."""
+    tensors come from it).  Returns the saved Case.  The directory is
+    written aside and renamed into place; an existing case directory is
+    replaced whole, anything else there (a symbolic link, a folder of
+    other files) is refused with kvcmp.Error.  Tensor names must be plain
+    file names (ValueError otherwise)."""
     if isinstance(stage, Case):
         case = stage
         stage, params, tensors, source, meta = case.stage, case.params, case.tensors, case.source or source, case.meta
