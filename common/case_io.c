@@ -1,6 +1,8 @@
 /* Case directories: see case_io.h. */
 #include "kvcmp/case.h"
 
+#include "common/atomic_file.h"
+
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
@@ -259,14 +261,31 @@ static int write_case_json(const char *dir, const kvc_case *c, char *error, size
     cJSON_Delete(root);
     char path[4096];
     snprintf(path, sizeof path, "%s/case.json", dir);
-    FILE *f = fopen(path, "w");
-    if (!f) { free(text); snprintf(error, error_size, "cannot create %s: %s", path, strerror(errno)); return -1; }
-    errno = 0;
-    int wrote = text && fprintf(f, "%s\n", text) > 0 && fflush(f) == 0;
-    int write_errno = wrote ? 0 : (errno ? errno : EIO);
+    if (!text) { snprintf(error, error_size, "cannot write %s: out of memory", path); return -1; }
+    int rc = kvc_atomic_write_text(path, text, error, error_size);
     free(text);
-    if (fclose(f) != 0 && !write_errno) write_errno = errno;
-    if (write_errno) { snprintf(error, error_size, "cannot write %s: %s", path, strerror(write_errno)); return -1; }
+    return rc;
+}
+
+/* A tensor name with its control characters shown as '?', for messages. */
+static void printable_name(const char *name, char *out, size_t size) {
+    snprintf(out, size, "%s", name);
+    for (char *p = out; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7F) *p = '?';
+}
+
+/* Tensor names become file names: one that is not a plain name ('/',
+ * "..", a leading '.') would write outside the case directory. */
+static int check_tensor_names(const kvc_case *c, const char *parent, const char *name, char *error, size_t error_size) {
+    for (int i = 0; i < c->num_tensors; i++) {
+        if (kvc_plain_name(c->tensors[i].name)) continue;
+        char shown[sizeof c->tensors[i].name];
+        printable_name(c->tensors[i].name, shown, sizeof shown);
+        snprintf(error, error_size,
+                 "tensor name '%s' is not a plain file name (no '/', no '..', no leading '.', no control characters): "
+                 "case %s/%s not saved (rename the tensor)", shown, parent, name);
+        return -1;
+    }
     return 0;
 }
 
@@ -282,23 +301,32 @@ static int write_case_files(const char *dir, const kvc_case *c, char *error, siz
 
 static int save_by_rename(const char *parent, const char *name, int names, const kvc_case *c, char *saved, size_t saved_size,
                           char *error, size_t error_size);
+static int replace_case(const char *parent, const char *name, const kvc_case *c, char *error, size_t error_size);
+static int holds_a_case_or_nothing(const char *dir);
 
-/* A new directory is written aside and renamed into place, so a full disk
- * or a kill never leaves half a case under its name; into an existing
- * directory the files are written in place, as the caller asked. */
+/* A case directory is written aside and renamed into place, so a full
+ * disk or a kill never leaves half a case under its name.  An existing
+ * case directory (case.json and files, or an empty directory) is replaced
+ * whole: no file of the old case (a NAME.out.npy the new one lacks, a
+ * NAME.got.npy) stays beside the new one.  Anything else at dir is
+ * refused: a symbolic link (it could lead out of the tree), a file, a
+ * directory that holds something besides a case. */
 int kvc_case_save(const char *dir, const kvc_case *c, char *error, size_t error_size) {
     struct stat st;
-    char parent[4096], saved[4200];
-    snprintf(parent, sizeof parent, "%s", dir);
-    for (size_t n = strlen(parent); n > 1 && parent[n - 1] == '/'; n--) parent[n - 1] = 0;
+    char path[4096], parent[4096], saved[4200];
+    snprintf(path, sizeof path, "%s", dir);
+    for (size_t n = strlen(path); n > 1 && path[n - 1] == '/'; n--) path[n - 1] = 0;
+    snprintf(parent, sizeof parent, "%s", path);
     char *slash = strrchr(parent, '/');
-    if (stat(dir, &st) != 0 && errno == ENOENT && parent[0] && slash != parent) {
-        if (!slash) return save_by_rename(".", parent, 1, c, saved, sizeof saved, error, error_size);
-        *slash = 0;
-        return save_by_rename(parent, slash + 1, 1, c, saved, sizeof saved, error, error_size);
-    }
-    if (make_dirs(dir)) { snprintf(error, error_size, "cannot create %s: %s", dir, strerror(errno)); return -1; }
-    return write_case_files(dir, c, error, error_size);
+    const char *name = slash ? slash + 1 : path;
+    if (slash) *slash = 0;
+    const char *where = !slash ? "." : parent[0] ? parent : "/";
+    if (lstat(path, &st) != 0) return save_by_rename(where, name, 1, c, saved, sizeof saved, error, error_size);
+    if (S_ISDIR(st.st_mode) && holds_a_case_or_nothing(path)) return replace_case(where, name, c, error, error_size);
+    snprintf(error, error_size, "cannot save a case as %s: it is %s (give a new directory or an existing case directory)", path,
+             S_ISLNK(st.st_mode) ? "a symbolic link, which kvcmp never writes through" : S_ISDIR(st.st_mode) ?
+             "a directory that holds something besides a case" : "not a directory");
+    return -1;
 }
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
@@ -315,17 +343,25 @@ static void partial_name(const char *parent, const char *name, pid_t pid, char *
     snprintf(out, size, "%s/.%s.partial-%ld", parent, name, (long)pid);
 }
 
+/* Writes the case into the hidden partial directory of parent/name. */
+static int write_partial(const char *parent, const char *name, const kvc_case *c, char *partial, size_t partial_size, char *error,
+                         size_t error_size) {
+    if (check_tensor_names(c, parent, name, error, error_size)) return -1;
+    if (make_dirs(parent)) { snprintf(error, error_size, "cannot create %s: %s", parent, strerror(errno)); return -1; }
+    partial_name(parent, name, getpid(), partial, partial_size);
+    kvc_remove_tree(partial);   /* a leftover of an earlier process with this pid */
+    if (mkdir(partial, 0777) != 0) { snprintf(error, error_size, "cannot create %s: %s", partial, strerror(errno)); return -1; }
+    if (write_case_files(partial, c, error, error_size)) { kvc_remove_tree(partial); return -1; }
+    return 0;
+}
+
 /* Writes the case into a hidden partial directory and renames it to
  * parent/name, or (up to `names` tries) name-2, name-3 ...; never over an
  * existing directory (RENAME_NOREPLACE). */
 static int save_by_rename(const char *parent, const char *name, int names, const kvc_case *c, char *saved, size_t saved_size,
                           char *error, size_t error_size) {
-    if (make_dirs(parent)) { snprintf(error, error_size, "cannot create %s: %s", parent, strerror(errno)); return -1; }
     char partial[4096];
-    partial_name(parent, name, getpid(), partial, sizeof partial);
-    kvc_remove_tree(partial);   /* a leftover of an earlier process with this pid */
-    if (mkdir(partial, 0777) != 0) { snprintf(error, error_size, "cannot create %s: %s", partial, strerror(errno)); return -1; }
-    if (write_case_files(partial, c, error, error_size)) { kvc_remove_tree(partial); return -1; }
+    if (write_partial(parent, name, c, partial, sizeof partial, error, error_size)) return -1;
     for (int attempt = 1; attempt <= names; attempt++) {
         if (attempt == 1) snprintf(saved, saved_size, "%s/%s", parent, name);
         else snprintf(saved, saved_size, "%s/%s-%d", parent, name, attempt);
@@ -337,10 +373,52 @@ static int save_by_rename(const char *parent, const char *name, int names, const
     return -1;
 }
 
+/* The new case is written aside first; then the old directory is moved
+ * to a hidden name, the new one into place, and the old one removed.  A
+ * kill in between leaves only hidden directories (the case walk skips
+ * them; kvc_case_remove_partial_saves removes them). */
+static int replace_case(const char *parent, const char *name, const kvc_case *c, char *error, size_t error_size) {
+    char partial[4096], path[8200], old[8300];   /* parent and name each up to 4095 bytes */
+    if (write_partial(parent, name, c, partial, sizeof partial, error, error_size)) return -1;
+    snprintf(path, sizeof path, "%s/%s", parent, name);
+    snprintf(old, sizeof old, "%s/.%s.old.partial-%ld", parent, name, (long)getpid());
+    kvc_remove_tree(old);
+    if (rename(path, old) != 0 || renameat2(AT_FDCWD, partial, AT_FDCWD, path, RENAME_NOREPLACE) != 0) {
+        snprintf(error, error_size, "cannot replace %s: %s (remove it and save again)", path, strerror(errno));
+        rename(old, path);   /* the old case back, when it was moved */
+        kvc_remove_tree(partial);
+        return -1;
+    }
+    kvc_remove_tree(old);
+    return 0;
+}
+
+/* Whether dir may be replaced by a case: it is empty, or it holds
+ * case.json and no directory (what a case holds). */
+static int holds_a_case_or_nothing(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int entries = 0, case_json = 0, subdirectories = 0;
+    struct dirent *entry;
+    while ((entry = readdir(d)) != NULL) {
+        if (strcmp(entry->d_name, ".") == 0 || strcmp(entry->d_name, "..") == 0) continue;
+        struct stat st;
+        entries++;
+        case_json |= strcmp(entry->d_name, "case.json") == 0;
+        subdirectories |= fstatat(dirfd(d), entry->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+    }
+    closedir(d);
+    return entries == 0 || (case_json && !subdirectories);
+}
+
 /* An existing case (another campaign's, an earlier run's) is never
  * replaced; the next free NAME-2, NAME-3 ... is taken. */
 int kvc_case_save_new(const char *parent, const char *name, const kvc_case *c, char *saved, size_t saved_size, char *error,
                       size_t error_size) {
+    if (!kvc_plain_name(name)) {
+        snprintf(error, error_size, "case name '%s' is not a plain file name: not saved under %s", name, parent);
+        return -1;
+    }
     return save_by_rename(parent, name, 9999, c, saved, saved_size, error, error_size);
 }
 

@@ -1,6 +1,8 @@
 /* Strict .npy 1.0 reader / writer: see npy.h. */
 #include "kvcmp/npy.h"
 
+#include "common/atomic_file.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -275,22 +277,17 @@ int kvc_npy_write(const char *path, const kvc_array *array, char *error, size_t 
     /* Pad so that magic + length + header is a multiple of 64. */
     int total = 10 + n + 1;
     int pad = (64 - total % 64) % 64;
-    FILE *f = fopen(path, "wb");
-    if (!f) FAIL("cannot create %s: %s", path, strerror(errno));
-    errno = 0;
+    kvc_atomic_file a;
+    if (kvc_atomic_open(&a, path, error, error_size)) return -1;
     uint16_t header_len = (uint16_t)(n + pad + 1);
     uint8_t prefix[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (uint8_t)header_len, (uint8_t)(header_len >> 8)};
-    fwrite(prefix, 1, 10, f);
-    fwrite(dict, 1, (size_t)n, f);
-    for (int i = 0; i < pad; i++) fputc(' ', f);
-    fputc('\n', f);
-    size_t bytes = (size_t)array->count * (size_t)sizes[array->dtype];
-    size_t wrote = fwrite(array->data, 1, bytes, f);
-    /* A full disk shows in fwrite or only in fclose; either way the errno is the reason. */
-    int write_errno = ferror(f) || wrote != bytes ? (errno ? errno : EIO) : 0;
-    if (fclose(f) != 0 && !write_errno) write_errno = errno;
-    if (write_errno) FAIL("cannot write %s: %s", path, strerror(write_errno));
-    return 0;
+    fwrite(prefix, 1, 10, a.f);
+    fwrite(dict, 1, (size_t)n, a.f);
+    for (int i = 0; i < pad; i++) fputc(' ', a.f);
+    fputc('\n', a.f);
+    fwrite(array->data, 1, (size_t)array->count * (size_t)sizes[array->dtype], a.f);
+    /* A full disk shows in a write or only in the flush; the commit reports either. */
+    return kvc_atomic_commit(&a, error, error_size);
 }
 
 void kvc_array_free(kvc_array *array) {

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/atomic_file.h"
 #include "harness/bench/bench.h"
 #include "harness/report/run_info.h"
 
@@ -302,14 +303,11 @@ int bench_write_json(const char *path, const bench_run *run) {
     for (int i = 0; i < run->num_results; i++) cJSON_AddItemToArray(scenarios, json_scenario(run, &run->results[i]));
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
-    FILE *f = fopen(path, "w");
-    int ok = f && text && fputs(text, f) >= 0 && fputc('\n', f) != EOF;
-    int saved_errno = errno;
-    if (f && fclose(f) != 0) ok = 0;
+    char error[4400];
+    int rc = text ? kvc_atomic_write_text(path, text, error, sizeof error) : -1;
     free(text);
-    if (!ok) {
-        fprintf(stderr, "kvcmp bench: cannot write %s: %s (the table above is complete; give --json a writable path)\n", path,
-                strerror(saved_errno));
+    if (rc) {
+        fprintf(stderr, "kvcmp bench: %s (the table above is complete; give --json a writable path)\n", error);
         return 1;
     }
     return 0;
@@ -361,26 +359,21 @@ static void csv_row(FILE *f, const bench_run *run, const bench_result *r, int im
 }
 
 int bench_write_csv(const char *path, const bench_run *run) {
-    FILE *f = fopen(path, "w");
-    int saved_errno = errno;
-    if (f) {
-        fputs(BENCH_CSV_HEADER "\n", f);
+    kvc_atomic_file a;
+    char error[4400];
+    int rc = kvc_atomic_open(&a, path, error, sizeof error);
+    if (rc == 0) {
+        fputs(BENCH_CSV_HEADER "\n", a.f);
         for (int i = 0; i < run->num_results; i++) {
             const bench_result *r = &run->results[i];
-            csv_row(f, run, r, BENCH_REFERENCE, 0);
+            csv_row(a.f, run, r, BENCH_REFERENCE, 0);
             for (int ti = 0; ti < run->num_threads; ti++)
-                for (int impl = BENCH_OPTIMIZED; impl < run->num_impls; impl++) csv_row(f, run, r, impl, ti);
+                for (int impl = BENCH_OPTIMIZED; impl < run->num_impls; impl++) csv_row(a.f, run, r, impl, ti);
         }
-        int failed = ferror(f);
-        saved_errno = errno;
-        if (fclose(f) != 0 || failed) {
-            if (!failed) saved_errno = errno;
-            f = NULL;
-        }
+        rc = kvc_atomic_commit(&a, error, sizeof error);
     }
-    if (!f) {
-        fprintf(stderr, "kvcmp bench: --csv: cannot write %s: %s (the table above is complete; give --csv a writable path)\n", path,
-                strerror(saved_errno));
+    if (rc) {
+        fprintf(stderr, "kvcmp bench: --csv: %s (the table above is complete; give --csv a writable path)\n", error);
         return 1;
     }
     return 0;

@@ -5,7 +5,11 @@
  * and --invalid-rate): both call kvc_gen_make with the same config, so a
  * failure found on either side replays on the other.  Each case gets the
  * reference's outputs as NAME.out.npy; a case the reference rejects is
- * saved without them, as an input that must be rejected.  Options are
+ * saved without them, as an input that must be rejected.  Each case is
+ * written aside and renamed into place by kvc_case_save: a kill leaves no
+ * torn case, and a case of the same name from an earlier run is replaced
+ * whole (stale NAME.out.npy or NAME.got.npy files would judge the new
+ * case by the old one's results).  Options are
  * parsed by harness/options (strict numbers, errors name the option). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,7 +38,9 @@ static void usage(FILE *out) {
             "  DIR/fuzz-sS-cI-VARIANT with the reference's outputs as NAME.out.npy; a case the reference\n"
             "  rejects has no .out files (it must be rejected). Case I is the case `kvcmp fuzz --seed S`\n"
             "  runs as case I with the same --stage, --family and --invalid-rate (default %d per mille).\n"
-            "  Multi-step history variants are skipped (kvcmp fuzz runs them). See kvcmp fuzz --list.\n",
+            "  Multi-step history variants are skipped (kvcmp fuzz runs them). See kvcmp fuzz --list.\n"
+            "  Each case is written aside and renamed into place; an existing case directory of the same\n"
+            "  name is replaced whole (no file of the old case stays), anything else there is refused.\n",
             KVC_GEN_DEFAULT_INVALID_PER_MILLE);
 }
 

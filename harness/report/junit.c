@@ -3,6 +3,7 @@
 #include "harness/report/junit.h"
 
 #include "harness/report/run_info.h"
+#include "common/atomic_file.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -197,14 +198,14 @@ static void write_document(FILE *f, const kvc_junit *j) {
 
 int kvc_junit_write(const kvc_junit *j, const char *path, char *error, size_t error_size) {
     kvc_make_parent_dir(path);
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        snprintf(error, error_size, "cannot write %s: %s (give --junit a path in a writable directory)", path, strerror(errno));
+    kvc_atomic_file a;
+    if (kvc_atomic_open(&a, path, error, error_size)) {
+        kvc_error_hint(error, error_size, "give --junit a path in a writable directory");
         return -1;
     }
-    write_document(f, j);
-    if (ferror(f) | fclose(f)) {
-        snprintf(error, error_size, "cannot write %s: %s (check the free space there)", path, strerror(errno));
+    write_document(a.f, j);
+    if (kvc_atomic_commit(&a, error, error_size)) {
+        kvc_error_hint(error, error_size, "check the free space there; the old file, if any, is unchanged");
         return -1;
     }
     return 0;

@@ -9,27 +9,40 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/atomic_file.h"
 #include "harness/report/report.h"
 #include "harness/report/oracle.h"
 #include "harness/report/svg.h"
 #include "harness/report/run_info.h"
 
-static FILE *open_out(const char *out_dir, const char *name) {
-    char path[1024];
+/* Each report file is written aside and renamed into place
+ * (common/atomic_file.h): a full disk leaves the old report, not a
+ * truncated one, and fails the command. */
+static int open_out(const char *out_dir, const char *name, kvc_atomic_file *a) {
+    char path[4096], error[4400];
     snprintf(path, sizeof path, "%s/%s", out_dir, name);
-    FILE *f = fopen(path, "w");
-    if (!f) fprintf(stderr, "kvcmp report: cannot write %s: %s (give --out a writable directory)\n", path, strerror(errno));
-    return f;
+    if (kvc_atomic_open(a, path, error, sizeof error) == 0) return 0;
+    fprintf(stderr, "kvcmp report: %s (give --out a writable directory)\n", error);
+    return -1;
+}
+
+static int close_out(kvc_atomic_file *a) {
+    char error[4400];
+    if (kvc_atomic_commit(a, error, sizeof error) == 0) return 0;
+    fprintf(stderr, "kvcmp report: %s (check the free space there; the old file, if any, is unchanged)\n", error);
+    return -1;
 }
 
 static int write_json(const char *out_dir, const char *name, cJSON *root) {
-    FILE *f = open_out(out_dir, name);
     char *text = cJSON_Print(root);
-    int rc = f && text ? 0 : -1;
-    if (f && text) fprintf(f, "%s\n", text);
-    free(text);
-    if (f) fclose(f);
     cJSON_Delete(root);
+    kvc_atomic_file a;
+    int rc = text && open_out(out_dir, name, &a) == 0 ? 0 : -1;
+    if (rc == 0) {
+        fprintf(a.f, "%s\n", text);
+        rc = close_out(&a);
+    }
+    free(text);
     return rc;
 }
 
@@ -314,11 +327,12 @@ static cJSON *precision_json(const kvc_precision_report *r, const char *when) {
 int kvc_render_precision(const kvc_precision_report *report, const char *out_dir) {
     char when[64];
     timestamp(when, sizeof when);
-    FILE *md = open_out(out_dir, "precision.md"), *html = open_out(out_dir, "precision.html");
-    if (md) { precision_markdown(md, report, when); fclose(md); }
-    if (html) { precision_html(html, report, when); fclose(html); }
-    int rc = write_json(out_dir, "precision.json", precision_json(report, when));
-    return md && html && rc == 0 ? 0 : -1;
+    kvc_atomic_file md, html;
+    int rc = 0;
+    if (open_out(out_dir, "precision.md", &md) == 0) { precision_markdown(md.f, report, when); rc |= close_out(&md); } else rc = -1;
+    if (open_out(out_dir, "precision.html", &html) == 0) { precision_html(html.f, report, when); rc |= close_out(&html); } else rc = -1;
+    rc |= write_json(out_dir, "precision.json", precision_json(report, when));
+    return rc ? -1 : 0;
 }
 
 /* ---- parity -------------------------------------------------------- */
@@ -559,9 +573,10 @@ static cJSON *parity_json(const kvc_parity_report *r, const char *when) {
 int kvc_render_parity(const kvc_parity_report *report, const char *out_dir) {
     char when[64];
     timestamp(when, sizeof when);
-    FILE *md = open_out(out_dir, "parity.md"), *html = open_out(out_dir, "parity.html");
-    if (md) { parity_markdown(md, report, when); fclose(md); }
-    if (html) { parity_html(html, report, when); fclose(html); }
-    int rc = write_json(out_dir, "parity.json", parity_json(report, when));
-    return md && html && rc == 0 ? 0 : -1;
+    kvc_atomic_file md, html;
+    int rc = 0;
+    if (open_out(out_dir, "parity.md", &md) == 0) { parity_markdown(md.f, report, when); rc |= close_out(&md); } else rc = -1;
+    if (open_out(out_dir, "parity.html", &html) == 0) { parity_html(html.f, report, when); rc |= close_out(&html); } else rc = -1;
+    rc |= write_json(out_dir, "parity.json", parity_json(report, when));
+    return rc ? -1 : 0;
 }

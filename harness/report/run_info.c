@@ -3,6 +3,8 @@
  * the compiler is the one compiling this file. */
 #include "harness/report/run_info.h"
 
+#include "common/atomic_file.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,23 +101,10 @@ int kvc_write_json_file(const char *path, cJSON *root, char *error, size_t error
     kvc_make_parent_dir(path);
     /* Written beside the target and renamed over it when complete: a full
      * disk or a kill leaves the old file or none, never half of one. */
-    char partial[4200];
-    snprintf(partial, sizeof partial, "%s.partial-%ld", path, (long)getpid());
-    FILE *f = fopen(partial, "w");
-    int write_errno = f ? 0 : errno;
-    if (f) {
-        errno = 0;
-        if (fprintf(f, "%s\n", text) < 0 || fflush(f) != 0) write_errno = errno ? errno : EIO;
-        if (fclose(f) != 0 && !write_errno) write_errno = errno;
-        if (!write_errno && rename(partial, path) != 0) write_errno = errno;
-        if (write_errno) unlink(partial);
-    }
+    int rc = kvc_atomic_write_text(path, text, error, error_size);
     free(text);
-    if (write_errno) {
-        snprintf(error, error_size, "cannot write %s: %s (give a path in a writable directory)", path, strerror(write_errno));
-        return -1;
-    }
-    return 0;
+    if (rc) kvc_error_hint(error, error_size, "give a path in a writable directory");
+    return rc;
 }
 
 cJSON *kvc_read_json_file(const char *path) {

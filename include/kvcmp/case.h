@@ -49,7 +49,11 @@ typedef struct {
 } kvc_case;
 
 int kvc_case_load(const char *dir, kvc_case *c, char *error, size_t error_size);
-/* Creates dir (and parents) and writes case.json and every tensor. */
+/* Writes case.json and every tensor as the directory dir (parents
+ * created), whole or not at all: written aside and renamed into place.
+ * An existing case directory (or an empty one) is replaced whole; a
+ * symbolic link, a file or a directory holding anything else is refused.
+ * Tensor names must be plain file names (no '/', "..", leading '.'). */
 int kvc_case_save(const char *dir, const kvc_case *c, char *error, size_t error_size);
 /* Saves a new case as parent/name without ever replacing one: written
  * into a hidden temporary directory and renamed into place, so a case is

@@ -3,6 +3,7 @@ classified comparison, over libkvcmp's flat C API (include/kvcmp/ffi.h)."""
 import ctypes
 import json
 import os
+import tempfile
 
 import numpy as np
 
@@ -40,8 +41,38 @@ class _Handle:
             self.pointer = None
 
 
+def _check_tensor_name(name):
+    """A tensor's name becomes a file name in a case directory
+    (NAME.npy): it must be a plain one, so that no name writes outside."""
+    text = str(name)
+    if (not text or len(text.encode()) > 255 or text.startswith(".") or "/" in text or ".." in text
+            or any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in text)):
+        raise ValueError("tensor name %r is not a plain file name (no '/', no '..', no leading '.', no control "
+                         "characters): rename the tensor" % (name,))
+
+
+def _write_aside(path, write):
+    """write(file) into a new temporary beside path (O_EXCL: a link planted
+    at its name is never followed), then renamed over path: a kill leaves
+    the old file or none, and a link at path is replaced, never written
+    through."""
+    directory, base = os.path.split(path)
+    fd, temp = tempfile.mkstemp(dir=directory or ".", prefix="." + base + ".partial-")
+    try:
+        mask = os.umask(0)
+        os.umask(mask)
+        os.fchmod(fd, 0o666 & ~mask)
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+        os.replace(temp, path)
+    except BaseException:
+        os.unlink(temp)
+        raise
+
+
 def _as_array(name, value):
     """numpy array or torch tensor -> a C-order numpy array of a case dtype."""
+    _check_tensor_name(name)
     if not isinstance(value, np.ndarray):
         try:
             import torch
@@ -173,7 +204,11 @@ def load_case(directory):
 
 def save_case(directory, stage, params=None, tensors=None, source="python", meta=None):
     """Writes a case directory; stage may also be a Case (then params and
-    tensors come from it).  Returns the saved Case."""
+    tensors come from it).  Returns the saved Case.  The directory is
+    written aside and renamed into place; an existing case directory is
+    replaced whole, anything else there (a symbolic link, a folder of
+    other files) is refused with kvcmp.Error.  Tensor names must be plain
+    file names (ValueError otherwise)."""
     if isinstance(stage, Case):
         case = stage
         stage, params, tensors, source, meta = case.stage, case.params, case.tensors, case.source or source, case.meta
@@ -373,11 +408,8 @@ def write_status(directory, status, message="", got=False):
         raise ValueError("status must be one of %s, not %r" % (", ".join(OUTSIDE_STATES), status))
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, OUTSIDE_GOT_STATUS_FILE if got else OUTSIDE_STATUS_FILE)
-    partial = path + ".partial"
-    with open(partial, "w") as f:
-        json.dump({"status": status, "message": str(message)}, f)
-        f.write("\n")
-    os.replace(partial, path)
+    text = json.dumps({"status": status, "message": str(message)}) + "\n"
+    _write_aside(path, lambda f: f.write(text.encode()))
     return path
 
 
@@ -428,7 +460,7 @@ def run_outside(candidate, case_dir, outputs_dir=None):
         return "crashed"
     os.makedirs(target, exist_ok=True)
     for key, array in arrays.items():
-        np.save(os.path.join(target, key + (".got.npy" if got else ".npy")), array)
+        _write_aside(os.path.join(target, key + (".got.npy" if got else ".npy")), lambda f, a=array: np.save(f, a))
     write_status(target, "ran", "", got)
     return "ran"
 

@@ -108,6 +108,7 @@ static inline child_run run_kvcmp(char **argv, const child_options *opt) {
         dup2(out_fd, STDOUT_FILENO);
         dup2(err_fd, STDERR_FILENO);
         if (opt && opt->file_size_limit > 0) {
+            signal(SIGXFSZ, SIG_IGN);   /* the write fails with EFBIG, as a full disk's does with ENOSPC */
             struct rlimit limit = {.rlim_cur = (rlim_t)opt->file_size_limit, .rlim_max = (rlim_t)opt->file_size_limit};
             setrlimit(RLIMIT_FSIZE, &limit);
         }
