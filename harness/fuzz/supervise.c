@@ -2,12 +2,14 @@
 #include "harness/fuzz/supervise.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -55,8 +57,29 @@ void kvc_describe_exit(int status, char *out, size_t size) {
 void kvc_child_setup(pid_t parent) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(1);   /* the parent died before prctl */
+    setpgid(0, 0);   /* the parent's kvc_kill_group reaches what it forks */
     signal(SIGINT, SIG_IGN);
     signal(SIGTERM, SIG_DFL);
+    /* A group of its own is a background group: reading the terminal
+     * would stop it, and so would writing to it under `stty tostop`. */
+    signal(SIGTTOU, SIG_IGN);
+    int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (null >= 0 && null != STDIN_FILENO) { dup2(null, STDIN_FILENO); close(null); }
+    kvc_child_standard_fds();
+}
+
+void kvc_child_standard_fds(void) {
+    for (int fd = 0; fd <= 2; fd++)
+        if (fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+            /* open() takes the lowest free descriptor: this one. */
+            int null = open("/dev/null", O_RDWR);
+            if (null >= 0 && null != fd) close(null);
+        }
+}
+
+void kvc_kill_group(pid_t pid) {
+    kill(-pid, SIGKILL);
+    kill(pid, SIGKILL);   /* should setpgid have failed */
 }
 
 /* ---- interruption ---------------------------------------------------- */
@@ -69,7 +92,7 @@ static void on_interrupt(int signo) {
     if (interrupted_by) {
         /* The second signal: no more saving, no orphans. */
         for (int i = 0; i < MAX_TRACKED; i++)
-            if (tracked[i] > 0) kill(tracked[i], SIGKILL);
+            if (tracked[i] > 0) kvc_kill_group(tracked[i]);
         for (int i = 0; i < MAX_TRACKED; i++)
             if (tracked[i] > 0) waitpid(tracked[i], NULL, 0);   /* async-signal-safe */
         kvc_coverage_flush();
@@ -112,11 +135,34 @@ void kvc_interrupt_untrack(pid_t pid) {
 /* How often the supervisor looks at a child's memory and clock. */
 #define WATCH_INTERVAL_MS 20
 
+/* SIGINT/SIGTERM while a child runs: its group is killed and the signal
+ * goes on to the handler the caller had (the default ends the process,
+ * Python's raises KeyboardInterrupt). */
+static volatile sig_atomic_t isolated_interrupt;
+static void on_isolated_interrupt(int signo) { isolated_interrupt = signo; }
+
+int kvc_exit_fd(pid_t pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
+
+/* Waits up to WATCH_INTERVAL_MS for the child's result or its exit;
+ * reads what came.  1: result_size bytes have arrived; 0: the pipe closed
+ * or failed first (the child's exit decides); -1: not yet. */
+static int wait_result(int fd, int exit_fd, void *result, size_t result_size, size_t *got) {
+    struct pollfd p[2] = {{.fd = exit_fd, .events = POLLIN}, {.fd = fd, .events = POLLIN}};
+    /* poll skips a negative fd: without a pidfd (an old kernel) or once
+     * the result is in, the watch interval paces the loop. */
+    if (poll(p, 2, WATCH_INTERVAL_MS) <= 0 || !p[1].revents) return -1;
+    ssize_t r = read(fd, (char *)result + *got, result_size - *got);
+    if (r < 0 && errno == EINTR) return -1;
+    if (r <= 0) return 0;
+    *got += (size_t)r;
+    return *got == result_size ? 1 : -1;
+}
+
 kvc_child_outcome kvc_run_isolated(void (*fn)(void *arg, int fd), void *arg, const kvc_child_limits *limits, void *result,
                                    size_t result_size, int *status) {
     int p[2];
     *status = 0;
-    if (pipe(p)) return KVC_CHILD_DIED;
+    if (pipe2(p, O_CLOEXEC)) return KVC_CHILD_DIED;
     fflush(stdout);
     fflush(stderr);
     pid_t parent = getpid(), pid = fork();
@@ -129,25 +175,38 @@ kvc_child_outcome kvc_run_isolated(void (*fn)(void *arg, int fd), void *arg, con
         kvc_exit_worker(0);
     }
     close(p[1]);
-    kvc_interrupt_track(pid);
+    setpgid(pid, pid);
+    struct sigaction sa = {.sa_handler = on_isolated_interrupt}, old_int, old_term;
+    sigemptyset(&sa.sa_mask);
+    isolated_interrupt = 0;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
     double started = kvc_now_seconds();
     size_t got = 0;
+    int complete = 0, reaped = 0, exit_fd = kvc_exit_fd(pid);
     kvc_child_outcome outcome = KVC_CHILD_DIED;
-    for (;;) {
-        struct pollfd fd = {.fd = p[0], .events = POLLIN};
-        int n = poll(&fd, 1, WATCH_INTERVAL_MS);
-        if (n > 0) {
-            ssize_t r = read(p[0], (char *)result + got, result_size - got);
-            if (r > 0) { got += (size_t)r; if (got == result_size) { outcome = KVC_CHILD_DONE; break; } continue; }
-            if (r == 0 || errno != EINTR) break;   /* the child is gone */
-        }
+    /* Bounded whatever the child does with its end of the pipe: the
+     * child's exit, not the pipe's end, finishes a call. */
+    for (int fd = p[0];;) {
+        int r = wait_result(fd, exit_fd, result, result_size, &got);
+        if (r >= 0) { fd = -1; complete = r; }
+        if (waitpid(pid, status, WNOHANG) == pid) { reaped = 1; outcome = complete ? KVC_CHILD_DONE : KVC_CHILD_DIED; break; }
+        if (isolated_interrupt) break;
         if (limits->timeout_seconds > 0 && kvc_now_seconds() - started > limits->timeout_seconds) { outcome = KVC_CHILD_TIMEOUT; break; }
-        if (limits->rss_limit_mb > 0 && kvc_process_rss_bytes(pid) > limits->rss_limit_mb * 1024 * 1024) { outcome = KVC_CHILD_MEMORY; break; }
+        if (limits->rss_limit_mb > 0 && kvc_process_tree_rss_bytes(pid) > limits->rss_limit_mb * 1024 * 1024) { outcome = KVC_CHILD_MEMORY; break; }
     }
-    if (outcome == KVC_CHILD_TIMEOUT || outcome == KVC_CHILD_MEMORY) kill(pid, SIGKILL);
+    if (exit_fd >= 0) close(exit_fd);
+    /* Unreaped, the child's pid cannot yet name another process group. */
+    kvc_kill_group(pid);
     close(p[0]);
-    while (waitpid(pid, status, 0) < 0 && errno == EINTR) {}
-    kvc_interrupt_untrack(pid);
+    while (!reaped && waitpid(pid, status, 0) < 0 && errno == EINTR) {}
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    if (isolated_interrupt) {
+        *status = isolated_interrupt;   /* reads as "killed by signal N" */
+        raise(isolated_interrupt);
+        return KVC_CHILD_DIED;
+    }
     /* A result followed by a crash on the way out is still a crash. */
     if (outcome == KVC_CHILD_DONE && !(WIFEXITED(*status) && WEXITSTATUS(*status) == 0)) outcome = KVC_CHILD_DIED;
     return outcome;

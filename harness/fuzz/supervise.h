@@ -35,6 +35,17 @@ void kvc_describe_exit(int status, char *out, size_t size);
  * parent (no orphans when the supervisor is killed), leaves the
  * terminal's SIGINT to the supervisor, and SIGTERM kills it. */
 void kvc_child_setup(pid_t parent);
+/* Also a group of its own (the supervisor kills it whole: kvc_kill_group)
+ * and /dev/null for stdin.  Descriptors 0, 1 and 2 that the candidate
+ * closed are /dev/null again after kvc_child_standard_fds, so that no file
+ * the worker opens later (a saved case) receives the candidate's output. */
+void kvc_child_standard_fds(void);
+/* SIGKILL to the process group of a child set up by kvc_child_setup: the
+ * helpers its candidate forked die with it. */
+void kvc_kill_group(pid_t pid);
+/* A descriptor that becomes readable when the child exits (a pidfd), or
+ * -1 on kernels without one. */
+int kvc_exit_fd(pid_t pid);
 
 /* SIGINT and SIGTERM set a flag that kvc_interrupted() returns (the
  * signal number); a second one kills the tracked children and exits at
@@ -49,9 +60,12 @@ void kvc_interrupt_uninstall(void);
 typedef enum { KVC_CHILD_DONE, KVC_CHILD_DIED, KVC_CHILD_TIMEOUT, KVC_CHILD_MEMORY } kvc_child_outcome;
 
 /* Runs fn(arg, fd) in a child under the limits; fn writes result_size
- * bytes of its result to fd.  KVC_CHILD_DONE when they all arrived; else
- * *status holds how the child ended (killed by the supervisor for the
- * TIMEOUT and MEMORY outcomes). */
+ * bytes of its result to fd.  KVC_CHILD_DONE when they all arrived and
+ * the child exited with 0; else *status holds how the child ended (killed
+ * by the supervisor for the TIMEOUT and MEMORY outcomes).  The wait is
+ * bounded by the timeout whatever the child does with the pipe, and the
+ * child's process group is killed at the end.  A SIGINT or SIGTERM kills
+ * it and goes on to the caller's handler (DIED, *status that signal). */
 kvc_child_outcome kvc_run_isolated(void (*fn)(void *arg, int fd), void *arg, const kvc_child_limits *limits, void *result,
                                    size_t result_size, int *status);
 
