@@ -179,8 +179,11 @@ kvc_child_outcome kvc_run_isolated(void (*fn)(void *arg, int fd), void *arg, con
     struct sigaction sa = {.sa_handler = on_isolated_interrupt}, old_int, old_term;
     sigemptyset(&sa.sa_mask);
     isolated_interrupt = 0;
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
+    sigaction(SIGINT, NULL, &old_int);
+    sigaction(SIGTERM, NULL, &old_term);
+    /* A signal the caller ignores (a background job's SIGINT) stays ignored. */
+    if (old_int.sa_handler != SIG_IGN) sigaction(SIGINT, &sa, NULL);
+    if (old_term.sa_handler != SIG_IGN) sigaction(SIGTERM, &sa, NULL);
     double started = kvc_now_seconds();
     size_t got = 0;
     int complete = 0, reaped = 0, exit_fd = kvc_exit_fd(pid);
