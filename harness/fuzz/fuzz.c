@@ -874,13 +874,7 @@ static int spawn_worker(supervisor *s, int job) {
         return -1;
     }
     if (pid == 0) {
-        close(p[0]);
-        close(control[1]);
-        for (int j = 0; j < MAX_JOBS; j++) {   /* the other workers' pipes */
-            if (s->fds[j].fd >= 0) close(s->fds[j].fd);
-            if (s->fds[MAX_JOBS + j].fd >= 0) close(s->fds[MAX_JOBS + j].fd);
-            if (s->control[j] >= 0) close(s->control[j]);
-        }
+        kvc_close_inherited_fds(p[1], control[0]);   /* the other workers' pipes among them */
         kvc_child_setup(parent);
         worker w = {.o = o, .started = s->c->started, .write_fd = p[1], .control_fd = control[0]};
         spread_over_gpus(job);
@@ -1381,6 +1375,9 @@ static int run_campaign(fuzz_options *o, const kvc_backend *candidate, const cha
     kvc_interrupt_install();
     /* Past a file-size limit a write then fails with EFBIG, reported like a full disk. */
     signal(SIGXFSZ, SIG_IGN);
+    /* A worker that died with its control pipe unread: EPIPE, not the end of the campaign. */
+    struct sigaction ignore = {.sa_handler = SIG_IGN}, old_pipe;
+    sigaction(SIGPIPE, &ignore, &old_pipe);
     int rc = 0;
     for (int j = 0; j < o->jobs && !rc; j++)
         if (spawn_worker(&sup, j)) { kill_started(&sup, j); rc = 2; }
@@ -1402,6 +1399,7 @@ static int run_campaign(fuzz_options *o, const kvc_backend *candidate, const cha
         rc = c.interrupted ? 128 + c.interrupted : c.write_failed || junit_failed ? 3 : c.failures || c.broken[0] ? 1 : 0;
     }
     kvc_interrupt_uninstall();
+    sigaction(SIGPIPE, &old_pipe, NULL);
     kvc_signature_list_free(&c.signatures);
     return rc;
 }

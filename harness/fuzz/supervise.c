@@ -77,6 +77,15 @@ void kvc_child_standard_fds(void) {
         }
 }
 
+void kvc_close_inherited_fds(int keep_a, int keep_b) {
+    unsigned lo = (unsigned)(keep_a < keep_b ? keep_a : keep_b), hi = (unsigned)(keep_a < keep_b ? keep_b : keep_a);
+    if (keep_b < 0 || keep_a < 0) lo = hi;
+    /* An empty range (lo or hi next to another) is EINVAL: nothing to close. */
+    close_range(3, lo - 1, 0);
+    close_range(lo + 1, hi - 1, 0);
+    close_range(hi + 1, ~0U, 0);
+}
+
 void kvc_kill_group(pid_t pid) {
     kill(-pid, SIGKILL);
     kill(pid, SIGKILL);   /* should setpgid have failed */
@@ -168,7 +177,7 @@ kvc_child_outcome kvc_run_isolated(void (*fn)(void *arg, int fd), void *arg, con
     pid_t parent = getpid(), pid = fork();
     if (pid < 0) { close(p[0]); close(p[1]); return KVC_CHILD_DIED; }
     if (pid == 0) {
-        close(p[0]);
+        kvc_close_inherited_fds(p[1], -1);
         kvc_child_setup(parent);
         fn(arg, p[1]);
         fflush(stdout);

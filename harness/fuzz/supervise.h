@@ -40,6 +40,10 @@ void kvc_child_setup(pid_t parent);
  * closed are /dev/null again after kvc_child_standard_fds, so that no file
  * the worker opens later (a saved case) receives the candidate's output. */
 void kvc_child_standard_fds(void);
+/* In a freshly forked child: closes every descriptor above 2 but the two
+ * given (-1: none), so that the candidate it runs can write into no pipe
+ * or file of its supervisor's, nor of whatever started kvcmp. */
+void kvc_close_inherited_fds(int keep_a, int keep_b);
 /* SIGKILL to the process group of a child set up by kvc_child_setup: the
  * helpers its candidate forked die with it. */
 void kvc_kill_group(pid_t pid);

@@ -38,6 +38,8 @@
  *   closes_pipe_and_hangs  closes every descriptor above 2, then never returns
  *   leaves_helper     forks, at its process's first call, a helper that
  *                     sleeps forever holding the process's descriptors
+ *   forges_results    writes 4 KiB of 0x7f bytes into every descriptor from 3
+ *                     to 63 (kvcmp's result pipe among them), then _exit(0)
  *   closes_stdio_and_logs  closes 1 and 2 at its process's first call and
  *                     starts a thread that writes log lines to them without
  *                     end; every output it returns is wrong (one byte), so
@@ -133,7 +135,8 @@ static const kvcmp_plugin table = {
     .v41_rope_plain_insert = misbehaving_insert,
 };
 #elif defined(KIND_writes_stop_flag) || defined(KIND_forks_twice) || defined(KIND_writes_input) || \
-    defined(KIND_closes_pipe_and_hangs) || defined(KIND_leaves_helper) || defined(KIND_closes_stdio_and_logs)
+    defined(KIND_closes_pipe_and_hangs) || defined(KIND_leaves_helper) || defined(KIND_closes_stdio_and_logs) || \
+    defined(KIND_forges_results)
 #include <pthread.h>
 #include <stdio.h>
 #include <sys/mman.h>
@@ -171,6 +174,11 @@ static int hostile_insert(const kvc_v41_insert_args *a, kvc_error *err) {
 #if defined(KIND_closes_pipe_and_hangs)
     for (int fd = 3; fd < 1024; fd++) close(fd);
     for (;;) pause();
+#elif defined(KIND_forges_results)
+    static char forged[4096];
+    memset(forged, 0x7f, sizeof forged);
+    for (int fd = 3; fd < 64; fd++) { ssize_t done = write(fd, forged, sizeof forged); (void)done; }
+    _exit(0);
 #endif
 #if defined(KIND_forks_twice)
     if (first) fork();

@@ -9,6 +9,7 @@
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -30,6 +31,7 @@ typedef struct {
     char *out, *err;
     int leftovers;       /* processes of its group, or descendants of it, still alive afterwards */
     int overran;         /* killed at child_options.limit_seconds (default 120) */
+    int bait_bytes;      /* bytes written into the pipe kvcmp inherited as descriptor 3 */
 } child_run;
 
 typedef struct {
@@ -88,7 +90,7 @@ static inline int orphans_left(void) {
         DIR *tasks = opendir("/proc/self/task");
         for (struct dirent *t; tasks && (t = readdir(tasks)) != NULL;) {
             if (t->d_name[0] == '.') continue;
-            char path[128];
+            char path[300];
             snprintf(path, sizeof path, "/proc/self/task/%s/children", t->d_name);
             FILE *f = fopen(path, "r");
             long child;
@@ -136,12 +138,18 @@ static inline child_run run_kvcmp(char **argv, const child_options *opt) {
     /* What kvcmp leaves behind, in any process group, becomes ours to see. */
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     double started = robust_now(), limit = opt && opt->limit_seconds > 0 ? opt->limit_seconds : 120;
+    /* kvcmp inherits the write end of a pipe as descriptor 3 and nothing
+     * else of the test runner's: a candidate must not reach either. */
+    int bait[2];
+    cr_assert(pipe2(bait, O_NONBLOCK) == 0);
     pid_t pid = fork();
     cr_assert(pid >= 0);
     if (pid == 0) {
         setpgid(0, 0);
         dup2(out_fd, STDOUT_FILENO);
         dup2(err_fd, STDERR_FILENO);
+        if (bait[1] != 3) { dup2(bait[1], 3); close(bait[1]); }
+        close_range(4, ~0U, 0);
         if (opt && opt->file_size_limit > 0) {
             struct rlimit limit = {.rlim_cur = (rlim_t)opt->file_size_limit, .rlim_max = (rlim_t)opt->file_size_limit};
             setrlimit(RLIMIT_FSIZE, &limit);
@@ -150,6 +158,7 @@ static inline child_run run_kvcmp(char **argv, const child_options *opt) {
         _exit(127);
     }
     setpgid(pid, pid);
+    close(bait[1]);
     free(full);
     int status = 0, signalled = 0, killed = 0, overran = 0;
     for (;;) {
@@ -176,6 +185,9 @@ static inline child_run run_kvcmp(char **argv, const child_options *opt) {
     run.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     run.leftovers = group_members(pid);
     run.leftovers += orphans_left();
+    char drained[4096];
+    for (ssize_t n; (n = read(bait[0], drained, sizeof drained)) > 0;) run.bait_bytes += (int)n;
+    close(bait[0]);
     cr_expect(!overran, "kvcmp %s did not end within %g s and was killed", argv[0], limit);
     run.out = support_read_fd(out_fd);
     run.err = support_read_fd(err_fd);

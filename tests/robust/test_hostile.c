@@ -2,8 +2,8 @@
  * candidates of tests/plugins/candidate.c from writes_stop_flag on):
  * they poke the memory a campaign once shared with its workers, fork so
  * that every result arrives twice, write into their const inputs, close
- * the result pipe and hang, leave a helper process running, or close
- * stdout and stderr and keep logging.  `kvcmp fuzz` and `kvcmp replay
+ * the result pipe and hang, leave a helper process running, close
+ * stdout and stderr and keep logging, or write garbage into kvcmp's pipes.  `kvcmp fuzz` and `kvcmp replay
  * --impl` must end with the right status and failure kind, well within
  * run_kvcmp's limit (a generous bound, not a timing assertion), with no
  * process of theirs left (run_kvcmp is the subreaper of whatever they
@@ -228,6 +228,34 @@ Test(hostile, a_candidate_that_closes_stdio_and_logs_writes_nothing_into_saved_c
     cr_expect_eq(of_kind, listed, "%s", run.out);
     cr_expect_eq(complete_cases_in(p.save), listed, "a saved case does not load");
     cr_expect_eq(files_containing(p.save, "candidate log line"), 0, "the candidate's log lines are in saved cases");
+    cr_expect_eq(run.leftovers, 0);
+    free_child_run(&run);
+    support_remove_tree(p.dir);
+}
+
+Test(hostile, fuzz_fails_a_candidate_that_writes_into_its_pipes, .timeout = 120) {
+    paths p;
+    make_paths(&p, "forges_results");
+    char *argv[] = {"fuzz", "--seed", "1", "--cases", "4", "--jobs", "1", STAGE, "--candidate", p.plugin, "--save", p.save,
+                    "--json", p.json, "--quiet", NULL};
+    child_run run = run_kvcmp(argv, &limited);
+    cr_expect_eq(run.status, 1, "stdout:\n%s\nstderr:\n%s", run.out, run.err);
+    expect_text(run.err, "broke the case protocol: it sent a message of unknown type", "stderr");
+    cr_expect_eq(run.bait_bytes, 0, "the candidate wrote into a descriptor kvcmp inherited");
+    cr_expect_eq(run.leftovers, 0);
+    free_child_run(&run);
+    support_remove_tree(p.dir);
+}
+
+Test(hostile, replay_fails_a_candidate_that_writes_into_its_pipe, .timeout = 120) {
+    paths p;
+    make_paths(&p, "forges_results");
+    generate_cases(p.cases);
+    char *argv[] = {"replay", "--impl", p.plugin, p.cases, NULL};
+    child_run run = run_kvcmp(argv, &limited);
+    cr_expect_eq(run.status, 1, "a forged verdict passed:\n%s", run.out);
+    cr_expect_eq(count_of(run.out, "sent a verdict kvcmp does not know"), entries_in(p.cases, NULL), "%s", run.out);
+    cr_expect_eq(run.bait_bytes, 0, "the candidate wrote into a descriptor kvcmp inherited");
     cr_expect_eq(run.leftovers, 0);
     free_child_run(&run);
     support_remove_tree(p.dir);
