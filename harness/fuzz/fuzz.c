@@ -82,7 +82,7 @@ typedef struct {
 /* What a worker tells the parent.  MSG_DONE: no more cases (the exit
  * that follows is the end of the job, not a death); MSG_RETIRE: the
  * worker outgrew --rss-limit-mb and ends so that a fresh one replaces it. */
-enum { MSG_START, MSG_RESULT, MSG_SAVED, MSG_DONE, MSG_RETIRE };
+enum { MSG_START = KVC_MSG_START, MSG_RESULT = KVC_MSG_RESULT, MSG_SAVED = KVC_MSG_SAVED, MSG_DONE = KVC_MSG_DONE, MSG_RETIRE = KVC_MSG_RETIRE };
 typedef struct {
     int type;
     int64_t index;
@@ -798,7 +798,7 @@ static const kvc_backend *pick_candidate(fuzz_options *o, const char **label, in
 
 /* ---- supervision of the workers ---------------------------------------- */
 
-typedef enum { JOB_IDLE, JOB_RUNNING, JOB_SHRINKING } job_phase;
+typedef enum { JOB_IDLE = KVC_JOB_IDLE, JOB_RUNNING = KVC_JOB_RUNNING, JOB_SHRINKING = KVC_JOB_SHRINKING } job_phase;
 
 /* One job's worker as the parent sees it. */
 typedef struct {
@@ -944,28 +944,11 @@ static int job_complete(const supervisor *s, int job) {
  * goes on running cases, or a write into kvcmp's pipe, shows up here. */
 static const char *protocol_error(const supervisor *s, int job, const message *m, char *why, size_t size) {
     const job_slot *slot = &s->jobs[job];
-    const fuzz_options *o = s->o;
-    int running = slot->phase == JOB_RUNNING && m->index == slot->index;
-    if (m->type == MSG_START && (slot->phase != JOB_IDLE || m->index != case_index(o, job, slot->next_k)))
-        snprintf(why, size, "it started case %lld out of turn (expected case %lld%s)", (long long)m->index,
-                 (long long)case_index(o, job, slot->next_k), slot->phase == JOB_IDLE ? "" : " after the one it was running");
-    else if (m->type == MSG_RESULT && !running)
-        snprintf(why, size, "it sent a result for case %lld, which it was not running (a second result for one case)",
-                 (long long)m->index);
-    else if (m->type == MSG_RESULT && (m->variant < 0 || m->variant >= kvc_variant_count() || m->family < 0 ||
-                                       m->family >= KVC_FAM_COUNT || m->coverage.threads < 0 || m->coverage.other_threads < 0))
-        snprintf(why, size, "its result for case %lld names no variant, family or thread count kvcmp knows", (long long)m->index);
-    else if (m->type == MSG_SAVED && (slot->phase != JOB_SHRINKING || m->index != slot->index))
-        snprintf(why, size, "it reported saving case %lld, which it was not shrinking", (long long)m->index);
-    else if (m->type == MSG_DONE && (slot->phase != JOB_IDLE || !job_complete(s, job)))
-        snprintf(why, size, "it ended its job at case %lld, before its cases were done", (long long)case_index(o, job, slot->next_k));
-    else if (m->type == MSG_RETIRE && slot->phase != JOB_IDLE)
-        snprintf(why, size, "it retired in the middle of case %lld", (long long)slot->index);
-    else if (m->type < MSG_START || m->type > MSG_RETIRE)
-        snprintf(why, size, "it sent a message of unknown type %d", m->type);
-    else
-        return NULL;
-    return why;
+    kvc_worker_view view = {.phase = (int)slot->phase, .index = slot->index, .next_index = case_index(s->o, job, slot->next_k),
+                            .complete = job_complete(s, job), .variants = kvc_variant_count(), .families = KVC_FAM_COUNT};
+    kvc_worker_message said = {.type = m->type, .index = m->index, .variant = m->variant, .family = m->family,
+                               .threads = m->coverage.threads, .other_threads = m->coverage.other_threads};
+    return kvc_protocol_error(&said, &view, why, size);
 }
 
 /* The campaign fails: its cases cannot be counted as run once each. */
@@ -1145,8 +1128,7 @@ static int enforce_limits(supervisor *s, int job) {
         snprintf(why, sizeof why, "took longer than %g s (--timeout) and was killed", limits->timeout_seconds);
     else if (limits->timeout_seconds > 0 && slot->phase == JOB_SHRINKING && elapsed > shrink_budget)
         snprintf(why, sizeof why, "took longer than %g s (--shrink-seconds + 2 x --timeout) and was killed", shrink_budget);
-    else if (slot->pipe_closed_at > 0 && now - slot->pipe_closed_at > EXIT_GRACE_SECONDS &&
-             (slot->phase == JOB_IDLE || limits->timeout_seconds <= 0))
+    else if (slot->phase == JOB_IDLE && slot->pipe_closed_at > 0 && now - slot->pipe_closed_at > EXIT_GRACE_SECONDS)
         snprintf(why, sizeof why, "closed kvcmp's result pipe and was still running %g s later; it was killed", EXIT_GRACE_SECONDS);
     else if (limits->rss_limit_mb > 0 && slot->phase != JOB_IDLE &&
              kvc_process_tree_rss_bytes(slot->pid) > HARD_RSS_FACTOR * limits->rss_limit_mb * 1024 * 1024) {

@@ -228,3 +228,26 @@ void kvc_describe_limit(kvc_child_outcome outcome, const kvc_child_limits *limit
     if (outcome == KVC_CHILD_TIMEOUT) snprintf(out, size, "took longer than %g s (--timeout)", limits->timeout_seconds);
     else snprintf(out, size, "grew past %lld MB of resident memory (--rss-limit-mb)", (long long)limits->rss_limit_mb);
 }
+
+const char *kvc_protocol_error(const kvc_worker_message *m, const kvc_worker_view *v, char *why, size_t size) {
+    int running = v->phase == KVC_JOB_RUNNING && m->index == v->index;
+    if (m->type == KVC_MSG_START && (v->phase != KVC_JOB_IDLE || m->index != v->next_index))
+        snprintf(why, size, "it started case %lld out of turn (expected case %lld%s)", (long long)m->index, (long long)v->next_index,
+                 v->phase == KVC_JOB_IDLE ? "" : " after the one it was running");
+    else if (m->type == KVC_MSG_RESULT && !running)
+        snprintf(why, size, "it sent a result for case %lld, which it was not running (a second result for one case)", (long long)m->index);
+    else if (m->type == KVC_MSG_RESULT && ((unsigned)m->variant >= (unsigned)v->variants || (unsigned)m->family >= (unsigned)v->families ||
+                                           (m->threads | m->other_threads) < 0))
+        snprintf(why, size, "its result for case %lld names no variant, family or thread count kvcmp knows", (long long)m->index);
+    else if (m->type == KVC_MSG_SAVED && (v->phase != KVC_JOB_SHRINKING || m->index != v->index))
+        snprintf(why, size, "it reported saving case %lld, which it was not shrinking", (long long)m->index);
+    else if (m->type == KVC_MSG_DONE && (v->phase != KVC_JOB_IDLE || !v->complete))
+        snprintf(why, size, "it ended its job at case %lld, before its cases were done", (long long)v->next_index);
+    else if (m->type == KVC_MSG_RETIRE && v->phase != KVC_JOB_IDLE)
+        snprintf(why, size, "it retired in the middle of case %lld", (long long)v->index);
+    else if ((unsigned)m->type > KVC_MSG_RETIRE)
+        snprintf(why, size, "it sent a message of unknown type %d", m->type);
+    else
+        return NULL;
+    return why;
+}

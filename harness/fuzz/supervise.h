@@ -73,6 +73,34 @@ typedef enum { KVC_CHILD_DONE, KVC_CHILD_DIED, KVC_CHILD_TIMEOUT, KVC_CHILD_MEMO
 kvc_child_outcome kvc_run_isolated(void (*fn)(void *arg, int fd), void *arg, const kvc_child_limits *limits, void *result,
                                    size_t result_size, int *status);
 
+/* ---- the fuzz workers' protocol ----------------------------------------
+ * A worker reports each case as START, RESULT (and SAVED when it shrank
+ * and saved it), then DONE at the end of its job or RETIRE when it
+ * outgrew its memory limit.  The candidate runs inside the worker, so the
+ * parent checks every message against what the worker may say next. */
+enum { KVC_MSG_START, KVC_MSG_RESULT, KVC_MSG_SAVED, KVC_MSG_DONE, KVC_MSG_RETIRE };
+enum { KVC_JOB_IDLE, KVC_JOB_RUNNING, KVC_JOB_SHRINKING };
+
+/* What the parent knows of one worker when a message arrives. */
+typedef struct {
+    int phase;                /* KVC_JOB_* */
+    int64_t index;            /* the case running or being shrunk */
+    int64_t next_index;       /* the case it must start next */
+    int complete;             /* its job's cases are done (or the campaign stops) */
+    int variants, families;   /* how many kvcmp knows */
+} kvc_worker_view;
+
+/* The fields of a message the parent relies on. */
+typedef struct {
+    int type;
+    int64_t index;
+    int variant, family, threads, other_threads;
+} kvc_worker_message;
+
+/* NULL when m may come now; else why not, in why ("it sent a result for
+ * case 3, which it was not running ..."). */
+const char *kvc_protocol_error(const kvc_worker_message *m, const kvc_worker_view *v, char *why, size_t size);
+
 /* Why a child was stopped, for FAIL lines: "took longer than 0.5 s (--timeout)". */
 void kvc_describe_limit(kvc_child_outcome outcome, const kvc_child_limits *limits, char *out, size_t size);
 

@@ -34,7 +34,9 @@
  *   writes_stop_flag  writes 1s over every shared writable mapping of its
  *                     process (where a campaign kept its stop flag)
  *   forks_twice       forks at its process's first call; both go on
- *   writes_input      flips a bit of its const latent input after the call
+ *   writes_input      flips a bit of its const latent input after a call
+ *                     with more than one OpenMP thread (so that a case's
+ *                     first call may leave it and its thread check write)
  *   closes_pipe_and_hangs  closes every descriptor above 2, then never returns
  *   leaves_helper     forks, at its process's first call, a helper that
  *                     sleeps forever holding the process's descriptors
@@ -137,6 +139,7 @@ static const kvcmp_plugin table = {
 #elif defined(KIND_writes_stop_flag) || defined(KIND_forks_twice) || defined(KIND_writes_input) || \
     defined(KIND_closes_pipe_and_hangs) || defined(KIND_leaves_helper) || defined(KIND_closes_stdio_and_logs) || \
     defined(KIND_forges_results)
+#include <omp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <sys/mman.h>
@@ -198,7 +201,7 @@ static int hostile_insert(const kvc_v41_insert_args *a, kvc_error *err) {
     (void)first;
     int rc = ref_v41_rope_plain_insert(a, err);
 #if defined(KIND_writes_input)
-    if (rc == KVC_OK && a->num_tokens > 0) ((uint16_t *)a->latent)[0] ^= 1;
+    if (rc == KVC_OK && a->num_tokens > 0 && omp_get_max_threads() > 1) ((uint16_t *)a->latent)[0] ^= 1;
 #elif defined(KIND_closes_stdio_and_logs)
     if (rc == KVC_OK) ((uint8_t *)a->kv_cache.data)[0] ^= 1;
 #endif

@@ -119,12 +119,13 @@ Test(hostile, a_candidate_that_forks_fails_the_campaign, .timeout = 120) {
 Test(hostile, a_write_into_a_const_input_is_named_as_such, .timeout = 120) {
     paths p;
     make_paths(&p, "writes_input");
+    /* Every case gets the thread check: its other thread count is above 1 when its first is 1. */
     char *argv[] = {"fuzz", "--seed", "1", "--cases", "20", "--jobs", "2", STAGE, "--candidate", p.plugin, "--save", p.save,
-                    "--max-failures-per-signature", "100", "--json", p.json, "--quiet", NULL};
+                    "--metamorphic-rate", "1000", "--max-failures-per-signature", "100", "--json", p.json, "--quiet", NULL};
     child_run run = run_kvcmp(argv, &limited);
     cr_expect_eq(run.status, 1, "stderr:\n%s", run.err);
     int of_kind, listed = failures_listed(p.json, "input-write", &of_kind);
-    /* It writes on every call that ran: each case with tokens the reference accepts. */
+    /* It writes in the first call or in the thread check of each case with tokens the reference accepts. */
     cr_expect_gt(listed, 10, "%s", run.out);
     cr_expect_eq(of_kind, listed, "a write into the input was given another kind:\n%s", run.out);
     expect_text(run.out, "candidate wrote into its input latent", "stdout");
@@ -259,4 +260,53 @@ Test(hostile, replay_fails_a_candidate_that_writes_into_its_pipe, .timeout = 120
     cr_expect_eq(run.leftovers, 0);
     free_child_run(&run);
     support_remove_tree(p.dir);
+}
+
+/* ---- the parent's check of each worker message ------------------------ */
+
+#include "harness/fuzz/supervise.h"
+
+static const char *check(int type, int64_t index, int phase, int complete) {
+    static char why[300];
+    kvc_worker_view view = {.phase = phase, .index = 4, .next_index = 6, .complete = complete, .variants = 3, .families = 2};
+    kvc_worker_message m = {.type = type, .index = index, .variant = 2, .family = 1, .threads = 1, .other_threads = 0};
+    return kvc_protocol_error(&m, &view, why, sizeof why);
+}
+
+static void expect_refused(const char *why, const char *needle) {
+    cr_expect(why && strstr(why, needle), "expected '%s', got '%s'", needle, why ? why : "(accepted)");
+}
+
+Test(protocol, each_message_in_its_turn_is_accepted) {
+    cr_expect_null(check(KVC_MSG_START, 6, KVC_JOB_IDLE, 0));
+    cr_expect_null(check(KVC_MSG_RESULT, 4, KVC_JOB_RUNNING, 0));
+    cr_expect_null(check(KVC_MSG_SAVED, 4, KVC_JOB_SHRINKING, 0));
+    cr_expect_null(check(KVC_MSG_DONE, 0, KVC_JOB_IDLE, 1));
+    cr_expect_null(check(KVC_MSG_RETIRE, 0, KVC_JOB_IDLE, 0));
+}
+
+Test(protocol, a_message_out_of_turn_is_refused) {
+    expect_refused(check(KVC_MSG_START, 7, KVC_JOB_IDLE, 0), "it started case 7 out of turn (expected case 6)");
+    expect_refused(check(KVC_MSG_START, 6, KVC_JOB_RUNNING, 0), "out of turn (expected case 6 after the one it was running)");
+    expect_refused(check(KVC_MSG_RESULT, 4, KVC_JOB_IDLE, 0), "a result for case 4, which it was not running");
+    expect_refused(check(KVC_MSG_RESULT, 5, KVC_JOB_RUNNING, 0), "a result for case 5, which it was not running");
+    expect_refused(check(KVC_MSG_SAVED, 4, KVC_JOB_IDLE, 0), "saving case 4, which it was not shrinking");
+    expect_refused(check(KVC_MSG_SAVED, 3, KVC_JOB_SHRINKING, 0), "saving case 3, which it was not shrinking");
+    expect_refused(check(KVC_MSG_DONE, 0, KVC_JOB_IDLE, 0), "it ended its job at case 6, before its cases were done");
+    expect_refused(check(KVC_MSG_DONE, 0, KVC_JOB_RUNNING, 1), "before its cases were done");
+    expect_refused(check(KVC_MSG_RETIRE, 0, KVC_JOB_RUNNING, 0), "it retired in the middle of case 4");
+    expect_refused(check(KVC_MSG_RETIRE + 1, 0, KVC_JOB_IDLE, 1), "unknown type 5");
+    expect_refused(check(-1, 0, KVC_JOB_IDLE, 1), "unknown type -1");
+}
+
+Test(protocol, a_result_out_of_range_is_refused) {
+    kvc_worker_view view = {.phase = KVC_JOB_RUNNING, .index = 4, .variants = 3, .families = 2};
+    kvc_worker_message bad[] = {
+        {.type = KVC_MSG_RESULT, .index = 4, .variant = 3}, {.type = KVC_MSG_RESULT, .index = 4, .variant = -1},
+        {.type = KVC_MSG_RESULT, .index = 4, .family = 2},  {.type = KVC_MSG_RESULT, .index = 4, .threads = -1},
+        {.type = KVC_MSG_RESULT, .index = 4, .other_threads = -8},
+    };
+    char why[300];
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        expect_refused(kvc_protocol_error(&bad[i], &view, why, sizeof why), "names no variant, family or thread count kvcmp knows");
 }
