@@ -1052,14 +1052,6 @@ static int on_lost_worker(supervisor *s, int job, pid_t pid, const char *how) {
     return -1;
 }
 
-/* 1 when job j's worker has exited; left unreaped, so that its pid still
- * names its process group for reap_worker's kill. */
-static int worker_exited(const supervisor *s, int job) {
-    siginfo_t info;
-    memset(&info, 0, sizeof info);
-    return waitid(P_PID, (id_t)s->jobs[job].pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == s->jobs[job].pid;
-}
-
 /* Ends job j's worker: its process group is killed (a worker that exited
  * leaves no helper behind), it is reaped, what was lost is reported and
  * a replacement takes the job's next case.  why: NULL when the worker
@@ -1189,7 +1181,7 @@ static void supervise_jobs(supervisor *s) {
             last_watch = now_seconds();
             for (int j = 0; j < s->o->jobs; j++) {
                 /* Without a pidfd (an old kernel), a closed pipe is the sign to look. */
-                if (s->jobs[j].pid && s->fds[j].fd < 0 && worker_exited(s, j)) collect_exit(s, j);
+                if (s->jobs[j].pid && s->fds[j].fd < 0 && kvc_exited(s->jobs[j].pid)) collect_exit(s, j);
                 if (s->jobs[j].pid) enforce_limits(s, j);
             }
         }

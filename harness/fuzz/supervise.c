@@ -152,6 +152,12 @@ static void on_isolated_interrupt(int signo) { isolated_interrupt = signo; }
 
 int kvc_exit_fd(pid_t pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
 
+int kvc_exited(pid_t pid) {
+    siginfo_t info;
+    memset(&info, 0, sizeof info);
+    return waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid;
+}
+
 /* Waits up to WATCH_INTERVAL_MS for the child's result or its exit;
  * reads what came.  1: result_size bytes have arrived; 0: the pipe closed
  * or failed first (the child's exit decides); -1: not yet. */
@@ -195,14 +201,14 @@ kvc_child_outcome kvc_run_isolated(void (*fn)(void *arg, int fd), void *arg, con
     if (old_term.sa_handler != SIG_IGN) sigaction(SIGTERM, &sa, NULL);
     double started = kvc_now_seconds();
     size_t got = 0;
-    int complete = 0, reaped = 0, exit_fd = kvc_exit_fd(pid);
+    int complete = 0, exit_fd = kvc_exit_fd(pid);
     kvc_child_outcome outcome = KVC_CHILD_DIED;
     /* Bounded whatever the child does with its end of the pipe: the
      * child's exit, not the pipe's end, finishes a call. */
     for (int fd = p[0];;) {
         int r = wait_result(fd, exit_fd, result, result_size, &got);
         if (r >= 0) { fd = -1; complete = r; }
-        if (waitpid(pid, status, WNOHANG) == pid) { reaped = 1; outcome = complete ? KVC_CHILD_DONE : KVC_CHILD_DIED; break; }
+        if (kvc_exited(pid)) { outcome = complete ? KVC_CHILD_DONE : KVC_CHILD_DIED; break; }
         if (isolated_interrupt) break;
         if (limits->timeout_seconds > 0 && kvc_now_seconds() - started > limits->timeout_seconds) { outcome = KVC_CHILD_TIMEOUT; break; }
         if (limits->rss_limit_mb > 0 && kvc_process_tree_rss_bytes(pid) > limits->rss_limit_mb * 1024 * 1024) { outcome = KVC_CHILD_MEMORY; break; }
@@ -211,7 +217,7 @@ kvc_child_outcome kvc_run_isolated(void (*fn)(void *arg, int fd), void *arg, con
     /* Unreaped, the child's pid cannot yet name another process group. */
     kvc_kill_group(pid);
     close(p[0]);
-    while (!reaped && waitpid(pid, status, 0) < 0 && errno == EINTR) {}
+    while (waitpid(pid, status, 0) < 0 && errno == EINTR) {}
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
     if (isolated_interrupt) {

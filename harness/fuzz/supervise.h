@@ -50,6 +50,9 @@ void kvc_kill_group(pid_t pid);
 /* A descriptor that becomes readable when the child exits (a pidfd), or
  * -1 on kernels without one. */
 int kvc_exit_fd(pid_t pid);
+/* 1 when the child has exited; it stays unreaped, so that its pid still
+ * names its process group for kvc_kill_group. */
+int kvc_exited(pid_t pid);
 
 /* SIGINT and SIGTERM set a flag that kvc_interrupted() returns (the
  * signal number); a second one kills the tracked children and exits at
