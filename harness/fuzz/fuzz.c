@@ -10,6 +10,8 @@
  * reported, saved and given a reproduction line. */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <malloc.h>
 #include <omp.h>
 #include <poll.h>
@@ -80,12 +82,12 @@ typedef struct {
 /* What a worker tells the parent.  MSG_DONE: no more cases (the exit
  * that follows is the end of the job, not a death); MSG_RETIRE: the
  * worker outgrew --rss-limit-mb and ends so that a fresh one replaces it. */
-enum { MSG_START, MSG_RESULT, MSG_SAVED, MSG_DONE, MSG_RETIRE };
+enum { MSG_START = KVC_MSG_START, MSG_RESULT = KVC_MSG_RESULT, MSG_SAVED = KVC_MSG_SAVED, MSG_DONE = KVC_MSG_DONE, MSG_RETIRE = KVC_MSG_RETIRE };
 typedef struct {
     int type;
     int64_t index;
     int variant, family, invalid, outcome;
-    int will_save;            /* MSG_RESULT: shrinking and saving follow */
+    int will_save;            /* MSG_RESULT: the worker asks to shrink and save it (the parent answers) */
     int save_failed;          /* MSG_SAVED: saved holds the error */
     double at_seconds;        /* since the campaign started */
     double case_seconds;      /* MSG_RESULT: the worker's time on the case (generation and check) */
@@ -95,8 +97,12 @@ typedef struct {
     int64_t tokens_before, tokens_after;
     int64_t page_padding;     /* MSG_SAVED: of the saved case's replay */
     kvc_fuzz_signature signature;  /* MSG_RESULT of a failure, MSG_SAVED */
-    kvc_case_coverage coverage;    /* MSG_RESULT: what the case exercised */
+    kvc_case_coverage coverage;    /* MSG_RESULT: what the case exercised (rule NULL: see rule) */
+    char rule[32];                 /* MSG_RESULT: coverage.rule by value, not a pointer */
 } message;
+/* One write each, never interleaved with another writer's (a candidate
+ * that forked): the parent sees whole messages or a broken protocol. */
+_Static_assert(sizeof(message) <= PIPE_BUF, "a message must fit one atomic pipe write");
 
 static double now_seconds(void) {
     struct timespec ts;
@@ -115,13 +121,35 @@ typedef struct {
     kvc_gen_config gen;
     double started;
     int write_fd;
-    kvc_signature_claims *claims;   /* shared by the workers */
+    int control_fd;           /* from the parent: 'Y'/'N' answers whether to save a failure, 'S' stops */
+    int stopped;              /* the parent said 'S' (or went away) */
 } worker;
 
 static void send_message(worker *w, message *m) {
     m->at_seconds = now_seconds() - w->started;
     ssize_t done = write(w->write_fd, m, sizeof *m);
     (void)done;   /* a vanished parent ends the campaign anyway */
+}
+
+/* The parent's answer to a MSG_RESULT that asks to save: 1 to shrink and
+ * save.  The control state lives in the parent, out of the candidate's
+ * reach (memory shared with workers would not be). */
+static int parent_allows_save(worker *w) {
+    for (;;) {
+        char byte;
+        ssize_t r = read(w->control_fd, &byte, 1);
+        if (r < 0 && errno == EINTR) continue;
+        if (r != 1) { w->stopped = 1; return 0; }
+        if (byte == 'S') { w->stopped = 1; continue; }
+        return byte == 'Y';
+    }
+}
+
+/* Between cases: has the parent asked the worker to stop? */
+static int parent_says_stop(worker *w) {
+    struct pollfd p = {.fd = w->control_fd, .events = POLLIN};
+    if (!w->stopped && poll(&p, 1, 0) > 0) w->stopped = 1;   /* 'S', or the parent's end closed */
+    return w->stopped;
 }
 
 /* The predicate the shrinker keeps: the same signature.  The salt fixes
@@ -165,6 +193,7 @@ static uint64_t case_salt(const fuzz_options *o, int64_t index) { return o->seed
  * path, or the error, goes to m. */
 static void save_case(const fuzz_options *o, const kvc_gen_case *g, int64_t index, message *m) {
     char name[128], error[512];
+    kvc_child_standard_fds();   /* a candidate that closed 1 and 2 must not log into the case's files */
     kvc_gen_case_name(o->seed, index, g->variant, name, sizeof name);
     m->save_failed = kvc_case_save_new(o->save_dir, name, &g->c, m->saved, sizeof m->saved, error, sizeof error) != 0;
     if (m->save_failed) snprintf(m->saved, sizeof m->saved, "%.390s", error);
@@ -213,6 +242,7 @@ static int outgrew_memory_limit(worker *w, kvc_gen_case *g, int64_t index, messa
     m->type = MSG_RESULT;
     m->outcome = KVC_FUZZ_FAIL;
     m->will_save = !g->history && w->o->save_dir[0];
+    snprintf(m->rule, sizeof m->rule, "%s", g->rule ? g->rule : "");
     snprintf(m->kind, sizeof m->kind, "memory");
     kvc_fuzz_signature_of_lost(&g->c, "memory", "", &m->signature);
     snprintf(m->detail, sizeof m->detail,
@@ -220,7 +250,7 @@ static int outgrew_memory_limit(worker *w, kvc_gen_case *g, int64_t index, messa
              "the worker was replaced",
              (long long)(rss >> 20), (long long)limit);
     send_message(w, m);
-    if (m->will_save) {
+    if (m->will_save && parent_allows_save(w)) {
         kvc_fuzz_add_expected(w->target.reference, &g->c);
         m->tokens_before = m->tokens_after = kvc_case_tokens(&g->c);
         save_case(w->o, g, index, m);
@@ -310,6 +340,8 @@ static int run_one(worker *w, int64_t index) {
     snprintf(m.kind, sizeof m.kind, "%s", v.kind);
     snprintf(m.detail, sizeof m.detail, "%.560s%s%s", v.detail, g.invalid[0] ? "; input corrupted on purpose: " : "", g.invalid);
     kvc_case_coverage_of(&g, &m.coverage);
+    snprintf(m.rule, sizeof m.rule, "%s", m.coverage.rule ? m.coverage.rule : "");
+    m.coverage.rule = NULL;
     m.coverage.threads = g.history ? w->target.threads : v.conditions.threads;
     m.coverage.other_threads = v.conditions.other_threads;
     m.coverage.rejected = !g.history && v.outcome != KVC_FUZZ_SKIP && v.reference_status != KVC_OK;
@@ -319,12 +351,11 @@ static int run_one(worker *w, int64_t index) {
             snprintf(m.signature.stage, sizeof m.signature.stage, "%s", kvc_variant(g.variant)->name);
             snprintf(m.signature.key, sizeof m.signature.key, "%s %s: -", m.signature.stage, m.signature.check);
         }
-        /* Only the first few failures of a signature are shrunk and saved. */
-        m.will_save = !g.history && w->o->save_dir[0] &&
-                      kvc_signature_claim(w->claims, m.signature.key) <= w->o->max_per_signature;
+        /* Only the first few failures of a signature are shrunk and saved: the parent counts. */
+        m.will_save = !g.history && w->o->save_dir[0];
     }
     send_message(w, &m);
-    if (m.will_save) {
+    if (m.will_save && parent_allows_save(w)) {
         shrink_and_save(w, &g, index, salt, &v, &m);
         m.type = MSG_SAVED;
         send_message(w, &m);
@@ -335,7 +366,7 @@ static int run_one(worker *w, int64_t index) {
 
 /* Job `job` runs its k-th, (k+1)-th ... case; a respawned job starts
  * after the case that crashed its predecessor. */
-static void worker_main(worker *w, int job, int64_t first_k, volatile int *stop) {
+static void worker_main(worker *w, int job, int64_t first_k) {
     /* Case buffers of a few MiB come and go every case; glibc would map and
      * unmap each one, and every fresh page faults (a quarter of a case's
      * time, issue 20).  Kept in the heap up to 64 MiB of free space, they
@@ -355,7 +386,8 @@ static void worker_main(worker *w, int job, int64_t first_k, volatile int *stop)
     /* Case numbers: shard s of N, job j of J takes s + N*(j + J*k). */
     for (int64_t k = first_k;; k++) {
         int64_t index = o->shard_index + (int64_t)o->shard_count * (job + (int64_t)o->jobs * k);
-        if (*stop || (o->cases >= 0 && index >= o->cases) || (deadline && now_seconds() > deadline)) break;
+        if (parent_says_stop(w) || (o->cases >= 0 && index >= o->cases) || (deadline && now_seconds() > deadline)) break;
+        kvc_child_standard_fds();
         if (run_one(w, index)) return;
     }
     message done = {.type = MSG_DONE};
@@ -390,6 +422,7 @@ typedef struct {
     int workers_lost;         /* died or were killed outside a case */
     int write_failed;         /* a case or the summary could not be written */
     int interrupted;          /* the signal that stopped the campaign */
+    char broken[600];         /* why the cases cannot be counted as run once each ("": they can) */
     kvc_signature_list signatures;
     kvc_coverage_tally coverage;
 } campaign;
@@ -439,15 +472,19 @@ static failure *find_failure(campaign *c, int64_t index) {
     return NULL;
 }
 
-static void on_result(campaign *c, const message *m) {
+/* Counts a case's result; 1 when it is a failure among the first few of
+ * its signature (those are shrunk and saved). */
+static int on_result(campaign *c, const message *m) {
     c->cases++;
-    kvc_coverage_add(&c->coverage, &m->coverage);
+    kvc_case_coverage coverage = m->coverage;
+    coverage.rule = m->rule[0] ? m->rule : NULL;
+    kvc_coverage_add(&c->coverage, &coverage);
     tally *tv = &c->by_variant[m->variant], *tf = &c->by_family[m->family];
     tv->cases++; tf->cases++;
     tv->worker_seconds += m->case_seconds; tf->worker_seconds += m->case_seconds;
     tv->invalid += m->invalid; tf->invalid += m->invalid;
-    if (m->outcome == KVC_FUZZ_SKIP) { c->skipped++; tv->skipped++; tf->skipped++; return; }
-    if (m->outcome != KVC_FUZZ_FAIL) return;
+    if (m->outcome == KVC_FUZZ_SKIP) { c->skipped++; tv->skipped++; tf->skipped++; return 0; }
+    if (m->outcome != KVC_FUZZ_FAIL) return 0;
     c->failures++; tv->failures++; tf->failures++;
     if (c->failures == 1) c->first_failure_at = m->at_seconds;
     char repro[800];
@@ -455,12 +492,13 @@ static void on_result(campaign *c, const message *m) {
     kvc_signature_entry *e = kvc_signature_list_get(&c->signatures, &m->signature, m->index);
     if (e && e->count++ == 0) snprintf(e->first_repro, sizeof e->first_repro, "%s", repro);
     /* Beyond the first few of a signature, failures are only counted. */
-    if (e && e->count > c->o->max_per_signature) return;
+    if (e && e->count > c->o->max_per_signature) return 0;
     clear_progress(c);
     printf("FAIL case %lld [%s, family %s] %s: %s\n  signature: %s\n  __REPRO: %s\n", (long long)m->index,
            kvc_variant(m->variant)->name, kvc_family_name(m->family), m->kind, m->detail, m->signature.key, repro);
     fflush(stdout);
     if (c->num_failures_listed < MAX_REPORTED_FAILURES) c->failures_list[c->num_failures_listed++] = (failure){.result = *m};
+    return e != NULL;
 }
 
 static void on_saved(campaign *c, const message *m) {
@@ -579,6 +617,7 @@ static void print_summary(campaign *c, double elapsed) {
         printf("fuzz: %d worker%s died or were killed outside a case (WORKER LOST and 'saving it unshrunk' lines above) and "
                "were replaced\n", c->workers_lost, c->workers_lost == 1 ? "" : "s");
     if (c->interrupted) printf("fuzz: INTERRUPTED by %s after %.1f s: the cases above are all that ran\n", strsignal(c->interrupted), elapsed);
+    if (c->broken[0]) printf("fuzz: FAILED, cases not accounted for: %s\n", c->broken);
     kvc_signature_list_print(stdout, &c->signatures);
     if (!c->failures) return;
     printf("fuzz: %d distinct failure%s, each listed above with the command that regenerates its first case and the one that "
@@ -655,6 +694,7 @@ static cJSON *summary_json(campaign *c, double elapsed) {
     cJSON_AddBoolToObject(root, "interrupted", c->interrupted != 0);
     if (c->interrupted) cJSON_AddStringToObject(root, "signal", c->interrupted == SIGINT ? "SIGINT" : "SIGTERM");
     cJSON_AddNumberToObject(root, "workers_lost", c->workers_lost);
+    if (c->broken[0]) cJSON_AddStringToObject(root, "unaccounted", c->broken);
     cJSON_AddNumberToObject(root, "distinct_failures", c->signatures.count);
     cJSON_AddNumberToObject(root, "max_failures_per_signature", o->max_per_signature);
     cJSON_AddItemToObject(root, "signatures", kvc_signature_list_json(&c->signatures));
@@ -726,6 +766,7 @@ static int write_junit(campaign *c, double elapsed) {
         if (x && x->saved[0] == '(') snprintf(text + n, sizeof text - n, "  case %lld saved: %s\n", (long long)x->result.index, x->saved);
         kvc_junit_fail(j, classname, e->signature.key, 0, e->signature.check, x ? x->result.detail : e->signature.key, text);
     }
+    if (c->broken[0]) kvc_junit_fail(j, "fuzz.campaign", "every case run once", 0, "accounting", c->broken, c->broken);
     for (int v = 0; v < kvc_variant_count(); v++) {
         const tally *t = &c->by_variant[v];
         char classname[96], name[96];
@@ -768,32 +809,40 @@ static const kvc_backend *pick_candidate(fuzz_options *o, const char **label, in
 
 /* ---- supervision of the workers ---------------------------------------- */
 
-typedef enum { JOB_IDLE, JOB_RUNNING, JOB_SHRINKING } job_phase;
+typedef enum { JOB_IDLE = KVC_JOB_IDLE, JOB_RUNNING = KVC_JOB_RUNNING, JOB_SHRINKING = KVC_JOB_SHRINKING } job_phase;
 
 /* One job's worker as the parent sees it. */
 typedef struct {
     pid_t pid;                /* 0: no worker */
     job_phase phase;
     int64_t index;            /* the case running or being shrunk */
-    int64_t next_k;           /* where a replacement starts (see worker_main) */
+    int64_t next_k;           /* the k of its next case (see worker_main); where a replacement starts */
     double since;             /* when the phase began */
+    double pipe_closed_at;    /* > 0: its result pipe closed then (the worker ends or is killed) */
     int finished, retired;    /* sent MSG_DONE / MSG_RETIRE */
+    int broken;               /* killed for breaking the protocol: nothing more to account */
     int lost_in_a_row;        /* replacements that died before a case */
 } job_slot;
 
+/* fds[j]: job j's result pipe; fds[MAX_JOBS + j]: its exit (a pidfd), so
+ * that one poll wakes for a message or a worker's end. */
 typedef struct {
     fuzz_options *o;
     campaign *c;
     const kvc_backend *candidate;
-    volatile int *stop;
-    kvc_signature_claims *claims;
+    int stopping;             /* no more cases: max failures, a signal, a broken protocol */
     job_slot jobs[MAX_JOBS];
-    struct pollfd fds[MAX_JOBS];
+    int control[MAX_JOBS];    /* write ends of the workers' control pipes (non-blocking), -1 */
+    struct pollfd fds[2 * MAX_JOBS];
 } supervisor;
 
 /* A worker that dies this many times in a row without finishing a case
  * is not replaced again: something outside the candidate kills it. */
 #define MAX_LOST_IN_A_ROW 3
+
+/* A worker whose result pipe closed between cases has this long to exit
+ * before its group is killed (one whose case runs has its --timeout). */
+#define EXIT_GRACE_SECONDS 5.0
 
 /* With several NVIDIA GPUs visible, job j's worker sees only GPU j mod N
  * (its Python candidate's "cuda" is then that device). */
@@ -822,18 +871,23 @@ static void spread_over_gpus(int job) {
 static int spawn_worker(supervisor *s, int job) {
     const fuzz_options *o = s->o;
     job_slot *slot = &s->jobs[job];
-    int p[2];
-    if (pipe(p)) { perror("kvcmp fuzz: pipe"); return -1; }
+    int p[2], control[2];
+    /* Close-on-exec: a helper the candidate starts keeps no pipe open. */
+    if (pipe2(p, O_CLOEXEC)) { perror("kvcmp fuzz: pipe"); return -1; }
+    if (pipe2(control, O_CLOEXEC)) { perror("kvcmp fuzz: pipe"); close(p[0]); close(p[1]); return -1; }
+    fcntl(control[1], F_SETFL, O_NONBLOCK);   /* the parent never waits on a worker */
     fflush(stdout);
     fflush(stderr);
     pid_t parent = getpid(), pid = fork();
-    if (pid < 0) { perror("kvcmp fuzz: fork"); close(p[0]); close(p[1]); return -1; }
+    if (pid < 0) {
+        perror("kvcmp fuzz: fork");
+        close(p[0]); close(p[1]); close(control[0]); close(control[1]);
+        return -1;
+    }
     if (pid == 0) {
-        close(p[0]);
-        for (int j = 0; j < o->jobs; j++)
-            if (s->fds[j].fd >= 0) close(s->fds[j].fd);   /* the other workers' pipes */
+        kvc_close_inherited_fds(p[1], control[0]);   /* the other workers' pipes among them */
         kvc_child_setup(parent);
-        worker w = {.o = o, .started = s->c->started, .write_fd = p[1], .claims = s->claims};
+        worker w = {.o = o, .started = s->c->started, .write_fd = p[1], .control_fd = control[0]};
         spread_over_gpus(job);
         w.target = (kvc_fuzz_target){.reference = &kvc_reference_backend, .candidate = s->candidate, .policy = o->policy,
                                      .threads = o->threads, .metamorphic_per_mille = o->metamorphic_per_mille,
@@ -841,23 +895,117 @@ static int spawn_worker(supervisor *s, int job) {
                                      .geometry_salt = o->seed};
         w.gen = (kvc_gen_config){.seed = o->seed, .variant_mask = o->variant_mask, .invalid_per_mille = o->invalid_per_mille,
                                   .family_mask = o->family_mask, .geometry_pool = o->geometry_pool};
-        worker_main(&w, job, slot->next_k, s->stop);
+        worker_main(&w, job, slot->next_k);
         close(p[1]);
         kvc_exit_worker(0);
     }
     close(p[1]);
+    close(control[0]);
+    setpgid(pid, pid);
     kvc_interrupt_track(pid);
     s->fds[job] = (struct pollfd){.fd = p[0], .events = POLLIN};
+    s->fds[MAX_JOBS + job] = (struct pollfd){.fd = kvc_exit_fd(pid), .events = POLLIN};
+    s->control[job] = control[1];
     slot->pid = pid;
     slot->phase = JOB_IDLE;
     slot->since = now_seconds();
-    slot->finished = slot->retired = 0;
+    slot->pipe_closed_at = 0;
+    slot->finished = slot->retired = slot->broken = 0;
     return 0;
 }
 
 /* The k of case `index` in job j (the inverse of worker_main's numbering). */
 static int64_t case_k(const fuzz_options *o, int job, int64_t index) {
     return ((index - o->shard_index) / o->shard_count - job) / o->jobs;
+}
+
+/* The case job j runs k-th (worker_main's numbering). */
+static int64_t case_index(const fuzz_options *o, int job, int64_t k) {
+    return o->only >= 0 ? o->only : o->shard_index + (int64_t)o->shard_count * (job + (int64_t)o->jobs * k);
+}
+
+/* The cases the campaign must run, each once; -1 when it runs for a time. */
+static int64_t cases_asked(const fuzz_options *o) {
+    if (o->only >= 0) return 1;
+    if (o->cases < 0) return -1;
+    return o->cases > o->shard_index ? (o->cases - o->shard_index + o->shard_count - 1) / o->shard_count : 0;
+}
+
+/* Asks every worker to stop after its case (the control pipe; the flag
+ * is the parent's, a candidate cannot set or clear it). */
+static void request_stop(supervisor *s) {
+    s->stopping = 1;
+    for (int j = 0; j < s->o->jobs; j++)
+        if (s->control[j] >= 0) { ssize_t done = write(s->control[j], "S", 1); (void)done; }
+}
+
+/* Has job j's worker run all its cases when it says it is done? */
+static int job_complete(const supervisor *s, int job) {
+    const fuzz_options *o = s->o;
+    const job_slot *slot = &s->jobs[job];
+    if (s->stopping) return 1;
+    if (o->only >= 0) return s->c->cases > 0;
+    if (o->cases >= 0) return case_index(o, job, slot->next_k) >= o->cases;
+    return now_seconds() >= s->c->started + o->seconds;
+}
+
+/* Why message m cannot come from job j's worker now, or NULL: a case
+ * started out of turn or twice, a result for a case it is not running, a
+ * value out of range.  The candidate runs in the worker: a fork that
+ * goes on running cases, or a write into kvcmp's pipe, shows up here. */
+static const char *protocol_error(const supervisor *s, int job, const message *m, char *why, size_t size) {
+    const job_slot *slot = &s->jobs[job];
+    kvc_worker_view view = {.phase = (int)slot->phase, .index = slot->index, .next_index = case_index(s->o, job, slot->next_k),
+                            .complete = job_complete(s, job), .variants = kvc_variant_count(), .families = KVC_FAM_COUNT};
+    kvc_worker_message said = {.type = m->type, .index = m->index, .variant = m->variant, .family = m->family,
+                               .threads = m->coverage.threads, .other_threads = m->coverage.other_threads};
+    return kvc_protocol_error(&said, &view, why, size);
+}
+
+/* The campaign fails: its cases cannot be counted as run once each. */
+static void campaign_broken(supervisor *s, const char *why) {
+    campaign *c = s->c;
+    if (!c->broken[0]) snprintf(c->broken, sizeof c->broken, "%s", why);
+    clear_progress(c);
+    fprintf(stderr, "kvcmp fuzz: %s\n", why);
+    request_stop(s);
+}
+
+static void on_message(supervisor *s, int job, const message *m);
+static void reap_worker(supervisor *s, int job, const char *kind, const char *why);
+
+/* Reads one message of job j's worker; its pipe's end is noted (the
+ * worker's exit, seen through its pidfd or the watch, is reaped). */
+static void read_message(supervisor *s, int job) {
+    message m;
+    ssize_t got = read(s->fds[job].fd, &m, sizeof m);
+    if (got < 0 && errno == EINTR) return;
+    if (got != (ssize_t)sizeof m) {
+        close(s->fds[job].fd);
+        s->fds[job].fd = -1;
+        s->jobs[job].pipe_closed_at = now_seconds();
+        if (got <= 0) return;
+        snprintf(m.detail, sizeof m.detail, "it sent %zd bytes, not a message", got);
+    } else {
+        /* Strings from a worker end inside their arrays. */
+        m.kind[sizeof m.kind - 1] = m.detail[sizeof m.detail - 1] = m.saved[sizeof m.saved - 1] = m.rule[sizeof m.rule - 1] = 0;
+        m.signature.key[sizeof m.signature.key - 1] = m.signature.stage[sizeof m.signature.stage - 1] = 0;
+        m.signature.check[sizeof m.signature.check - 1] = m.signature.cause[sizeof m.signature.cause - 1] = 0;
+        m.signature.regions[sizeof m.signature.regions - 1] = 0;
+        m.coverage.rule = NULL;
+        char why[300];
+        if (!protocol_error(s, job, &m, why, sizeof why)) { on_message(s, job, &m); return; }
+        snprintf(m.detail, sizeof m.detail, "%s", why);
+    }
+    char text[sizeof s->c->broken];
+    snprintf(text, sizeof text,
+             "job %d's worker (pid %ld) broke the case protocol: %.300s. The candidate forked a process that runs cases "
+             "too, or wrote into kvcmp's pipes; the campaign's cases cannot be counted, so it fails (run it again with "
+             "--jobs 1 and look for fork() or writes to descriptors the candidate did not open)",
+             job, (long)s->jobs[job].pid, m.detail);
+    s->jobs[job].broken = 1;
+    campaign_broken(s, text);
+    reap_worker(s, job, NULL, NULL);
 }
 
 static void on_message(supervisor *s, int job, const message *m) {
@@ -868,10 +1016,16 @@ static void on_message(supervisor *s, int job, const message *m) {
         slot->index = m->index;
         slot->since = now_seconds();
     } else if (m->type == MSG_RESULT) {
-        on_result(c, m);
+        int listed = on_result(c, m);
         slot->next_k = case_k(s->o, job, m->index) + 1;
         slot->lost_in_a_row = 0;
-        slot->phase = m->will_save ? JOB_SHRINKING : JOB_IDLE;
+        slot->phase = JOB_IDLE;
+        if (m->will_save) {
+            /* The parent decides which failures are saved: it counts each signature. */
+            ssize_t done = write(s->control[job], listed ? "Y" : "N", 1);
+            (void)done;   /* a worker that closed its end is stopped by its --timeout */
+            if (listed) slot->phase = JOB_SHRINKING;
+        }
         slot->since = now_seconds();
     } else if (m->type == MSG_SAVED) {
         on_saved(c, m);
@@ -881,7 +1035,7 @@ static void on_message(supervisor *s, int job, const message *m) {
     } else {
         slot->retired = 1;
     }
-    if (c->signatures.count >= s->o->max_failures) *s->stop = 1;
+    if (c->signatures.count >= s->o->max_failures && !s->stopping) request_stop(s);
 }
 
 /* How a worker that was not stopped on purpose ended. */
@@ -909,20 +1063,30 @@ static int on_lost_worker(supervisor *s, int job, pid_t pid, const char *how) {
     return -1;
 }
 
-/* The worker's pipe closed or it was killed (why: NULL, or the limit it
- * broke): reap it, report what was lost and replace it. */
-static void reap_worker(supervisor *s, int job, const char *why) {
+/* Ends job j's worker: its process group is killed (a worker that exited
+ * leaves no helper behind), it is reaped, what was lost is reported and
+ * a replacement takes the job's next case.  why: NULL when the worker
+ * ended by itself; else the limit it broke, and kind the case's failure
+ * kind ("timeout", "memory"). */
+static void reap_worker(supervisor *s, int job, const char *kind, const char *why) {
     job_slot *slot = &s->jobs[job];
     campaign *c = s->c;
     const fuzz_options *o = s->o;
-    close(s->fds[job].fd);
-    s->fds[job].fd = -1;
+    kvc_kill_group(slot->pid);
+    for (int f = 0; f < 2; f++) {
+        struct pollfd *fd = &s->fds[f * MAX_JOBS + job];
+        if (fd->fd >= 0) close(fd->fd);
+        fd->fd = -1;
+    }
+    if (s->control[job] >= 0) close(s->control[job]);
+    s->control[job] = -1;
     int status = 0;
     while (waitpid(slot->pid, &status, 0) < 0 && errno == EINTR) {}
     kvc_interrupt_untrack(slot->pid);
     if (o->save_dir[0]) kvc_case_remove_partial_saves(o->save_dir, slot->pid);
     pid_t pid = slot->pid;
     slot->pid = 0;
+    if (slot->broken) return;   /* its cases no longer count */
     int clean_exit = WIFEXITED(status) && WEXITSTATUS(status) == 0;
     if (!why && clean_exit && slot->finished) return;   /* the job's cases are done */
     if (c->interrupted) {
@@ -937,15 +1101,15 @@ static void reap_worker(supervisor *s, int job, const char *why) {
         if (slot->phase == JOB_RUNNING) {
             char detail[300];
             snprintf(detail, sizeof detail, "the worker running this case %s", how);
-            on_lost_case(c, slot->index, !why ? "crash" : strstr(why, "--timeout") ? "timeout" : "memory", detail);
+            on_lost_case(c, slot->index, why ? kind : "crash", detail);
             slot->next_k = case_k(o, job, slot->index) + 1;
         } else if (on_lost_worker(s, job, pid, how)) {
             return;
         }
-        if (c->signatures.count >= o->max_failures) *s->stop = 1;
+        if (c->signatures.count >= o->max_failures && !s->stopping) request_stop(s);
     }
     /* Carry on with the rest of this job's cases. */
-    if (!*s->stop && o->only < 0) spawn_worker(s, job);
+    if (!s->stopping && o->only < 0) spawn_worker(s, job);
 }
 
 /* The worker checks --rss-limit-mb itself after every case (a slow leak
@@ -955,23 +1119,28 @@ static void reap_worker(supervisor *s, int job, const char *why) {
 #define HARD_RSS_FACTOR 2
 
 /* Kills a worker past --timeout (a case; shrinking one has
- * --shrink-seconds + 2 x --timeout) or past --rss-limit-mb; 1 if it did. */
+ * --shrink-seconds + 2 x --timeout), past --rss-limit-mb, or alive
+ * EXIT_GRACE_SECONDS after its result pipe closed between cases; 1 if it did. */
 static int enforce_limits(supervisor *s, int job) {
     job_slot *slot = &s->jobs[job];
     const kvc_child_limits *limits = &s->o->limits;
-    double elapsed = now_seconds() - slot->since, shrink_budget = s->o->shrink_seconds + 2 * limits->timeout_seconds;
+    double now = now_seconds(), elapsed = now - slot->since, shrink_budget = s->o->shrink_seconds + 2 * limits->timeout_seconds;
     char why[200] = "";
+    const char *kind = "timeout";
     if (limits->timeout_seconds > 0 && slot->phase == JOB_RUNNING && elapsed > limits->timeout_seconds)
         snprintf(why, sizeof why, "took longer than %g s (--timeout) and was killed", limits->timeout_seconds);
     else if (limits->timeout_seconds > 0 && slot->phase == JOB_SHRINKING && elapsed > shrink_budget)
         snprintf(why, sizeof why, "took longer than %g s (--shrink-seconds + 2 x --timeout) and was killed", shrink_budget);
+    else if (slot->phase == JOB_IDLE && slot->pipe_closed_at > 0 && now - slot->pipe_closed_at > EXIT_GRACE_SECONDS)
+        snprintf(why, sizeof why, "closed kvcmp's result pipe and was still running %g s later; it was killed", EXIT_GRACE_SECONDS);
     else if (limits->rss_limit_mb > 0 && slot->phase != JOB_IDLE &&
-             kvc_process_tree_rss_bytes(slot->pid) > HARD_RSS_FACTOR * limits->rss_limit_mb * 1024 * 1024)
+             kvc_process_tree_rss_bytes(slot->pid) > HARD_RSS_FACTOR * limits->rss_limit_mb * 1024 * 1024) {
         snprintf(why, sizeof why, "grew past %lld MB of resident memory (%d x --rss-limit-mb) and was killed",
                  (long long)(HARD_RSS_FACTOR * limits->rss_limit_mb), HARD_RSS_FACTOR);
+        kind = "memory";
+    }
     if (!why[0]) return 0;
-    kill(slot->pid, SIGKILL);
-    reap_worker(s, job, why);
+    reap_worker(s, job, kind, why);
     return 1;
 }
 
@@ -984,14 +1153,25 @@ static int workers_alive(const supervisor *s) {
 /* SIGINT/SIGTERM: the workers stop now; cases already found are kept. */
 static void stop_for_signal(supervisor *s) {
     s->c->interrupted = kvc_interrupted();
-    *s->stop = 1;
+    s->stopping = 1;
     clear_progress(s->c);
     fprintf(stderr, "kvcmp fuzz: %s: stopping the workers and keeping the failures found so far (a second signal stops at once)\n",
             strsignal(s->c->interrupted));
     for (int j = 0; j < s->o->jobs; j++)
-        if (s->jobs[j].pid) kill(s->jobs[j].pid, SIGKILL);
+        if (s->jobs[j].pid) kvc_kill_group(s->jobs[j].pid);
     for (int j = 0; j < s->o->jobs; j++)
-        if (s->jobs[j].pid) reap_worker(s, j, "stopped");
+        if (s->jobs[j].pid) reap_worker(s, j, "stopped", "stopped");
+}
+
+/* A worker that exited: the messages still in its pipe first, then its
+ * end (the pipe may stay open: a helper it forked holds it). */
+static void collect_exit(supervisor *s, int job) {
+    for (int more = 1; more && s->fds[job].fd >= 0 && s->jobs[job].pid;) {
+        struct pollfd p = {.fd = s->fds[job].fd, .events = POLLIN};
+        more = poll(&p, 1, 0) > 0;
+        if (more) read_message(s, job);
+    }
+    if (s->jobs[job].pid) reap_worker(s, job, NULL, NULL);
 }
 
 /* How often the parent looks at its workers' clocks and memory. */
@@ -1000,21 +1180,21 @@ static void stop_for_signal(supervisor *s) {
 static void supervise_jobs(supervisor *s) {
     double last_progress = 0, last_watch = 0;
     while (workers_alive(s)) {
-        int n = poll(s->fds, (nfds_t)s->o->jobs, WATCH_INTERVAL_MS);
+        int n = poll(s->fds, 2 * MAX_JOBS, WATCH_INTERVAL_MS);
         if (kvc_interrupted()) { stop_for_signal(s); break; }
         for (int j = 0; j < s->o->jobs && n > 0; j++) {
-            if (s->fds[j].fd < 0 || !(s->fds[j].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-            message m;
-            ssize_t got = read(s->fds[j].fd, &m, sizeof m);
-            if (got == (ssize_t)sizeof m) on_message(s, j, &m);
-            else reap_worker(s, j, NULL);
+            if (s->fds[j].fd >= 0 && (s->fds[j].revents & (POLLIN | POLLHUP | POLLERR))) read_message(s, j);
+            if (s->jobs[j].pid && s->fds[MAX_JOBS + j].fd >= 0 && s->fds[MAX_JOBS + j].revents) collect_exit(s, j);
         }
         /* Clocks and memory at most every WATCH_INTERVAL_MS, not per message:
          * thousands of cases a second would otherwise read /proc as often. */
         if (now_seconds() - last_watch >= WATCH_INTERVAL_MS * 1e-3) {
             last_watch = now_seconds();
-            for (int j = 0; j < s->o->jobs; j++)
+            for (int j = 0; j < s->o->jobs; j++) {
+                /* Without a pidfd (an old kernel), a closed pipe is the sign to look. */
+                if (s->jobs[j].pid && s->fds[j].fd < 0 && kvc_exited(s->jobs[j].pid)) collect_exit(s, j);
                 if (s->jobs[j].pid) enforce_limits(s, j);
+            }
         }
         if (now_seconds() - last_progress > 0.25) { show_progress(s->c, 0); last_progress = now_seconds(); }
     }
@@ -1156,17 +1336,12 @@ void kvc_campaign_summary_free(kvc_campaign_summary *s) {
 
 /* Stops the workers started so far (a campaign never runs without all of them). */
 static void kill_started(supervisor *sup, int started) {
-    for (int k = 0; k < started; k++) kill(sup->jobs[k].pid, SIGKILL);
+    for (int k = 0; k < started; k++) kvc_kill_group(sup->jobs[k].pid);
     for (int k = 0; k < started; k++) while (waitpid(sup->jobs[k].pid, NULL, 0) < 0 && errno == EINTR) {}
 }
 
 static int run_campaign(fuzz_options *o, const kvc_backend *candidate, const char *label, kvc_campaign_summary *summary) {
     campaign c = {.o = o, .started = now_seconds(), .candidate_label = label};
-    volatile int *stop = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (stop == MAP_FAILED) { perror("kvcmp fuzz: mmap"); return 2; }
-    *stop = 0;
-    kvc_signature_claims *claims = mmap(NULL, sizeof *claims, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (claims == MAP_FAILED) { perror("kvcmp fuzz: mmap"); munmap((void *)stop, 4096); return 2; }
     if (!o->quiet) {
         fprintf(stderr, "kvcmp fuzz: seed %llu, candidate %s, policy %s, %d jobs x %d threads, shard %d/%d, out %s\n",
                 (unsigned long long)o->seed, label, policy_name(o->policy), o->jobs, o->threads, o->shard_index, o->shard_count,
@@ -1177,27 +1352,39 @@ static int run_campaign(fuzz_options *o, const kvc_backend *candidate, const cha
     }
     fflush(stdout);
     fflush(stderr);
-    supervisor sup = {.o = o, .c = &c, .candidate = candidate, .stop = stop, .claims = claims};
-    for (int j = 0; j < o->jobs; j++) sup.fds[j].fd = -1;
+    /* Nothing of the campaign's state is shared with the workers: what a
+     * candidate does to its worker's memory stays there. */
+    supervisor sup = {.o = o, .c = &c, .candidate = candidate};
+    for (int j = 0; j < 2 * MAX_JOBS; j++) sup.fds[j].fd = -1;
+    for (int j = 0; j < MAX_JOBS; j++) sup.control[j] = -1;
     kvc_interrupt_install();
     /* Past a file-size limit a write then fails with EFBIG, reported like a full disk. */
     signal(SIGXFSZ, SIG_IGN);
+    /* A worker that died with its control pipe unread: EPIPE, not the end of the campaign. */
+    struct sigaction ignore = {.sa_handler = SIG_IGN}, old_pipe;
+    sigaction(SIGPIPE, &ignore, &old_pipe);
     int rc = 0;
     for (int j = 0; j < o->jobs && !rc; j++)
         if (spawn_worker(&sup, j)) { kill_started(&sup, j); rc = 2; }
     if (!rc) {
         supervise_jobs(&sup);
+        int64_t asked = cases_asked(o);
+        if (!sup.stopping && asked >= 0 && c.cases != asked) {
+            char why[300];
+            snprintf(why, sizeof why, "the campaign ran %lld of the %lld cases asked (WORKER LOST lines above say why); rerun it, "
+                     "and if cases go missing again, run the first missing case alone with --only", (long long)c.cases, (long long)asked);
+            campaign_broken(&sup, why);
+        }
         double elapsed = now_seconds() - c.started;
         show_progress(&c, 1);
         print_summary(&c, elapsed);
         write_json(&c, elapsed);
         int junit_failed = write_junit(&c, elapsed) != 0;
         fill_summary(&c, elapsed, summary);
-        rc = c.interrupted ? 128 + c.interrupted : c.write_failed || junit_failed ? 3 : c.failures ? 1 : 0;
+        rc = c.interrupted ? 128 + c.interrupted : c.write_failed || junit_failed ? 3 : c.failures || c.broken[0] ? 1 : 0;
     }
     kvc_interrupt_uninstall();
-    munmap((void *)stop, 4096);
-    munmap(claims, sizeof *claims);
+    sigaction(SIGPIPE, &old_pipe, NULL);
     kvc_signature_list_free(&c.signatures);
     return rc;
 }

@@ -155,6 +155,55 @@ static kvc_fuzz_outcome check_permutation(const kvc_fuzz_target *t, const kvc_ca
     return outcome;
 }
 
+/* ---- const inputs --------------------------------------------------- */
+
+/* Tensors a backend reads in place: kvc_run_case hands it copies of the
+ * caches, and expected outputs are not its to see. */
+static int read_in_place(const kvc_named_array *t) {
+    size_t n = strlen(t->name);
+    return strcmp(t->name, "state_cache") != 0 && strcmp(t->name, "kv_cache") != 0 && !(n > 4 && strcmp(t->name + n - 4, ".out") == 0);
+}
+
+static size_t tensor_bytes(const kvc_array *a) { return (size_t)a->count * (size_t)kvc_dtype_size(a->dtype); }
+
+/* A copy of the bytes of c's in-place inputs (NULL without memory: no check). */
+static uint8_t *snapshot_inputs(const kvc_case *c) {
+    size_t total = 1;
+    for (int i = 0; i < c->num_tensors; i++)
+        if (read_in_place(&c->tensors[i])) total += tensor_bytes(&c->tensors[i].array);
+    uint8_t *copy = malloc(total), *p = copy;
+    for (int i = 0; copy && i < c->num_tensors; i++)
+        if (read_in_place(&c->tensors[i]) && tensor_bytes(&c->tensors[i].array)) {
+            memcpy(p, c->tensors[i].array.data, tensor_bytes(&c->tensors[i].array));
+            p += tensor_bytes(&c->tensors[i].array);
+        }
+    return copy;
+}
+
+/* A candidate that writes into its const inputs fails as "input-write",
+ * whatever it did to its outputs (a later call would see other inputs:
+ * not a thread or permutation difference).  The inputs are put back. */
+static int inputs_written(const kvc_case *c, const uint8_t *copy, kvc_fuzz_verdict *v) {
+    const uint8_t *p = copy;
+    for (int i = 0; copy && i < c->num_tensors; i++) {
+        const kvc_named_array *t = &c->tensors[i];
+        size_t bytes = read_in_place(t) ? tensor_bytes(&t->array) : 0;
+        uint8_t *now = t->array.data;
+        if (bytes && memcmp(now, p, bytes) != 0) {
+            size_t k = 0;
+            while (now[k] == p[k]) k++;
+            fail(v, "input-write", "candidate wrote into its input %s: byte %zu changed from 0x%02x to 0x%02x (inputs are const)", t->name, k,
+                 p[k], now[k]);
+            snprintf(v->failure_class, sizeof v->failure_class, "input %s written", t->name);
+            v->has_report = 0;
+            memcpy(now, p, bytes);
+            return 1;
+        }
+        p += bytes;
+    }
+    return 0;
+}
+
 /* ---- the check ------------------------------------------------------ */
 
 static kvc_fuzz_outcome compare_runs(const kvc_fuzz_target *t, const kvc_case *c, kvc_run_result *ref, kvc_run_result *cand,
@@ -257,14 +306,17 @@ kvc_fuzz_outcome kvc_fuzz_check_case(const kvc_fuzz_target *t, const kvc_case *c
                                     .keep_outputs_on_error = 1};
     kvc_run_result ref, cand;
     kvc_run_case(t->reference, c, &ref_options, &ref);
+    uint8_t *inputs = snapshot_inputs(c);
     run_with_threads(t->candidate, c, &cand_options, v->conditions.threads, &cand);
     v->reference_status = ref.status;
     v->candidate_status = cand.status;
-    kvc_fuzz_outcome outcome = compare_runs(t, c, &ref, &cand, v);
+    kvc_fuzz_outcome outcome = inputs_written(c, inputs, v) ? KVC_FUZZ_FAIL : compare_runs(t, c, &ref, &cand, v);
     int metamorphic = outcome == KVC_FUZZ_PASS && kvc_rng_below(&rng, 1000) < t->metamorphic_per_mille && !t->replay_padding;
     if (metamorphic) outcome = check_threads(t, c, &cand, &cand_options, &rng, v);
     if (metamorphic && outcome == KVC_FUZZ_PASS && cand.status == KVC_OK)
         outcome = check_permutation(t, c, &cand, &cand_options, v);
+    if (metamorphic && inputs_written(c, inputs, v)) outcome = KVC_FUZZ_FAIL;
+    free(inputs);
     if (outcome == KVC_FUZZ_PASS) v->has_report = 0;
     omp_set_num_threads(t->threads);
     kvc_run_result_free(&ref);

@@ -2,12 +2,14 @@
 #include "harness/fuzz/supervise.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -55,8 +57,38 @@ void kvc_describe_exit(int status, char *out, size_t size) {
 void kvc_child_setup(pid_t parent) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(1);   /* the parent died before prctl */
+    setpgid(0, 0);   /* the parent's kvc_kill_group reaches what it forks */
     signal(SIGINT, SIG_IGN);
     signal(SIGTERM, SIG_DFL);
+    /* A group of its own is a background group: reading the terminal
+     * would stop it, and so would writing to it under `stty tostop`. */
+    signal(SIGTTOU, SIG_IGN);
+    int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (null >= 0 && null != STDIN_FILENO) { dup2(null, STDIN_FILENO); close(null); }
+    kvc_child_standard_fds();
+}
+
+void kvc_child_standard_fds(void) {
+    for (int fd = 0; fd <= 2; fd++)
+        if (fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+            /* open() takes the lowest free descriptor: this one. */
+            int null = open("/dev/null", O_RDWR);
+            if (null >= 0 && null != fd) close(null);
+        }
+}
+
+void kvc_close_inherited_fds(int keep_a, int keep_b) {
+    unsigned lo = (unsigned)(keep_a < keep_b ? keep_a : keep_b), hi = (unsigned)(keep_a < keep_b ? keep_b : keep_a);
+    if (keep_b < 0 || keep_a < 0) lo = hi;
+    /* An empty range (lo or hi next to another) is EINVAL: nothing to close. */
+    close_range(3, lo - 1, 0);
+    close_range(lo + 1, hi - 1, 0);
+    close_range(hi + 1, ~0U, 0);
+}
+
+void kvc_kill_group(pid_t pid) {
+    kill(-pid, SIGKILL);
+    kill(pid, SIGKILL);   /* should setpgid have failed */
 }
 
 /* ---- interruption ---------------------------------------------------- */
@@ -69,7 +101,7 @@ static void on_interrupt(int signo) {
     if (interrupted_by) {
         /* The second signal: no more saving, no orphans. */
         for (int i = 0; i < MAX_TRACKED; i++)
-            if (tracked[i] > 0) kill(tracked[i], SIGKILL);
+            if (tracked[i] > 0) kvc_kill_group(tracked[i]);
         for (int i = 0; i < MAX_TRACKED; i++)
             if (tracked[i] > 0) waitpid(tracked[i], NULL, 0);   /* async-signal-safe */
         kvc_coverage_flush();
@@ -112,42 +144,87 @@ void kvc_interrupt_untrack(pid_t pid) {
 /* How often the supervisor looks at a child's memory and clock. */
 #define WATCH_INTERVAL_MS 20
 
+/* SIGINT/SIGTERM while a child runs: its group is killed and the signal
+ * goes on to the handler the caller had (the default ends the process,
+ * Python's raises KeyboardInterrupt). */
+static volatile sig_atomic_t isolated_interrupt;
+static void on_isolated_interrupt(int signo) { isolated_interrupt = signo; }
+
+int kvc_exit_fd(pid_t pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
+
+int kvc_exited(pid_t pid) {
+    siginfo_t info;
+    memset(&info, 0, sizeof info);
+    return waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid;
+}
+
+/* Waits up to WATCH_INTERVAL_MS for the child's result or its exit;
+ * reads what came.  1: result_size bytes have arrived; 0: the pipe closed
+ * or failed first (the child's exit decides); -1: not yet. */
+static int wait_result(int fd, int exit_fd, void *result, size_t result_size, size_t *got) {
+    struct pollfd p[2] = {{.fd = exit_fd, .events = POLLIN}, {.fd = fd, .events = POLLIN}};
+    /* poll skips a negative fd: without a pidfd (an old kernel) or once
+     * the result is in, the watch interval paces the loop. */
+    if (poll(p, 2, WATCH_INTERVAL_MS) <= 0 || !p[1].revents) return -1;
+    ssize_t r = read(fd, (char *)result + *got, result_size - *got);
+    if (r < 0 && errno == EINTR) return -1;
+    if (r <= 0) return 0;
+    *got += (size_t)r;
+    return *got == result_size ? 1 : -1;
+}
+
 kvc_child_outcome kvc_run_isolated(void (*fn)(void *arg, int fd), void *arg, const kvc_child_limits *limits, void *result,
                                    size_t result_size, int *status) {
     int p[2];
     *status = 0;
-    if (pipe(p)) return KVC_CHILD_DIED;
+    if (pipe2(p, O_CLOEXEC)) return KVC_CHILD_DIED;
     fflush(stdout);
     fflush(stderr);
     pid_t parent = getpid(), pid = fork();
     if (pid < 0) { close(p[0]); close(p[1]); return KVC_CHILD_DIED; }
     if (pid == 0) {
-        close(p[0]);
+        kvc_close_inherited_fds(p[1], -1);
         kvc_child_setup(parent);
         fn(arg, p[1]);
         fflush(stdout);
         kvc_exit_worker(0);
     }
     close(p[1]);
-    kvc_interrupt_track(pid);
+    setpgid(pid, pid);
+    struct sigaction sa = {.sa_handler = on_isolated_interrupt}, old_int, old_term;
+    sigemptyset(&sa.sa_mask);
+    isolated_interrupt = 0;
+    sigaction(SIGINT, NULL, &old_int);
+    sigaction(SIGTERM, NULL, &old_term);
+    /* A signal the caller ignores (a background job's SIGINT) stays ignored. */
+    if (old_int.sa_handler != SIG_IGN) sigaction(SIGINT, &sa, NULL);
+    if (old_term.sa_handler != SIG_IGN) sigaction(SIGTERM, &sa, NULL);
     double started = kvc_now_seconds();
     size_t got = 0;
+    int complete = 0, exit_fd = kvc_exit_fd(pid);
     kvc_child_outcome outcome = KVC_CHILD_DIED;
-    for (;;) {
-        struct pollfd fd = {.fd = p[0], .events = POLLIN};
-        int n = poll(&fd, 1, WATCH_INTERVAL_MS);
-        if (n > 0) {
-            ssize_t r = read(p[0], (char *)result + got, result_size - got);
-            if (r > 0) { got += (size_t)r; if (got == result_size) { outcome = KVC_CHILD_DONE; break; } continue; }
-            if (r == 0 || errno != EINTR) break;   /* the child is gone */
-        }
+    /* Bounded whatever the child does with its end of the pipe: the
+     * child's exit, not the pipe's end, finishes a call. */
+    for (int fd = p[0];;) {
+        int r = wait_result(fd, exit_fd, result, result_size, &got);
+        if (r >= 0) { fd = -1; complete = r; }
+        if (kvc_exited(pid)) { outcome = complete ? KVC_CHILD_DONE : KVC_CHILD_DIED; break; }
+        if (isolated_interrupt) break;
         if (limits->timeout_seconds > 0 && kvc_now_seconds() - started > limits->timeout_seconds) { outcome = KVC_CHILD_TIMEOUT; break; }
-        if (limits->rss_limit_mb > 0 && kvc_process_rss_bytes(pid) > limits->rss_limit_mb * 1024 * 1024) { outcome = KVC_CHILD_MEMORY; break; }
+        if (limits->rss_limit_mb > 0 && kvc_process_tree_rss_bytes(pid) > limits->rss_limit_mb * 1024 * 1024) { outcome = KVC_CHILD_MEMORY; break; }
     }
-    if (outcome == KVC_CHILD_TIMEOUT || outcome == KVC_CHILD_MEMORY) kill(pid, SIGKILL);
+    if (exit_fd >= 0) close(exit_fd);
+    /* Unreaped, the child's pid cannot yet name another process group. */
+    kvc_kill_group(pid);
     close(p[0]);
     while (waitpid(pid, status, 0) < 0 && errno == EINTR) {}
-    kvc_interrupt_untrack(pid);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    if (isolated_interrupt) {
+        *status = isolated_interrupt;   /* reads as "killed by signal N" */
+        raise(isolated_interrupt);
+        return KVC_CHILD_DIED;
+    }
     /* A result followed by a crash on the way out is still a crash. */
     if (outcome == KVC_CHILD_DONE && !(WIFEXITED(*status) && WEXITSTATUS(*status) == 0)) outcome = KVC_CHILD_DIED;
     return outcome;
@@ -156,4 +233,27 @@ kvc_child_outcome kvc_run_isolated(void (*fn)(void *arg, int fd), void *arg, con
 void kvc_describe_limit(kvc_child_outcome outcome, const kvc_child_limits *limits, char *out, size_t size) {
     if (outcome == KVC_CHILD_TIMEOUT) snprintf(out, size, "took longer than %g s (--timeout)", limits->timeout_seconds);
     else snprintf(out, size, "grew past %lld MB of resident memory (--rss-limit-mb)", (long long)limits->rss_limit_mb);
+}
+
+const char *kvc_protocol_error(const kvc_worker_message *m, const kvc_worker_view *v, char *why, size_t size) {
+    int running = v->phase == KVC_JOB_RUNNING && m->index == v->index;
+    if (m->type == KVC_MSG_START && (v->phase != KVC_JOB_IDLE || m->index != v->next_index))
+        snprintf(why, size, "it started case %lld out of turn (expected case %lld%s)", (long long)m->index, (long long)v->next_index,
+                 v->phase == KVC_JOB_IDLE ? "" : " after the one it was running");
+    else if (m->type == KVC_MSG_RESULT && !running)
+        snprintf(why, size, "it sent a result for case %lld, which it was not running (a second result for one case)", (long long)m->index);
+    else if (m->type == KVC_MSG_RESULT && ((unsigned)m->variant >= (unsigned)v->variants || (unsigned)m->family >= (unsigned)v->families ||
+                                           (m->threads | m->other_threads) < 0))
+        snprintf(why, size, "its result for case %lld names no variant, family or thread count kvcmp knows", (long long)m->index);
+    else if (m->type == KVC_MSG_SAVED && (v->phase != KVC_JOB_SHRINKING || m->index != v->index))
+        snprintf(why, size, "it reported saving case %lld, which it was not shrinking", (long long)m->index);
+    else if (m->type == KVC_MSG_DONE && (v->phase != KVC_JOB_IDLE || !v->complete))
+        snprintf(why, size, "it ended its job at case %lld, before its cases were done", (long long)v->next_index);
+    else if (m->type == KVC_MSG_RETIRE && v->phase != KVC_JOB_IDLE)
+        snprintf(why, size, "it retired in the middle of case %lld", (long long)v->index);
+    else if ((unsigned)m->type > KVC_MSG_RETIRE)
+        snprintf(why, size, "it sent a message of unknown type %d", m->type);
+    else
+        return NULL;
+    return why;
 }

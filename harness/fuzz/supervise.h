@@ -35,6 +35,24 @@ void kvc_describe_exit(int status, char *out, size_t size);
  * parent (no orphans when the supervisor is killed), leaves the
  * terminal's SIGINT to the supervisor, and SIGTERM kills it. */
 void kvc_child_setup(pid_t parent);
+/* Also a group of its own (the supervisor kills it whole: kvc_kill_group)
+ * and /dev/null for stdin.  Descriptors 0, 1 and 2 that the candidate
+ * closed are /dev/null again after kvc_child_standard_fds, so that no file
+ * the worker opens later (a saved case) receives the candidate's output. */
+void kvc_child_standard_fds(void);
+/* In a freshly forked child: closes every descriptor above 2 but the two
+ * given (-1: none), so that the candidate it runs can write into no pipe
+ * or file of its supervisor's, nor of whatever started kvcmp. */
+void kvc_close_inherited_fds(int keep_a, int keep_b);
+/* SIGKILL to the process group of a child set up by kvc_child_setup: the
+ * helpers its candidate forked die with it. */
+void kvc_kill_group(pid_t pid);
+/* A descriptor that becomes readable when the child exits (a pidfd), or
+ * -1 on kernels without one. */
+int kvc_exit_fd(pid_t pid);
+/* 1 when the child has exited; it stays unreaped, so that its pid still
+ * names its process group for kvc_kill_group. */
+int kvc_exited(pid_t pid);
 
 /* SIGINT and SIGTERM set a flag that kvc_interrupted() returns (the
  * signal number); a second one kills the tracked children and exits at
@@ -49,11 +67,42 @@ void kvc_interrupt_uninstall(void);
 typedef enum { KVC_CHILD_DONE, KVC_CHILD_DIED, KVC_CHILD_TIMEOUT, KVC_CHILD_MEMORY } kvc_child_outcome;
 
 /* Runs fn(arg, fd) in a child under the limits; fn writes result_size
- * bytes of its result to fd.  KVC_CHILD_DONE when they all arrived; else
- * *status holds how the child ended (killed by the supervisor for the
- * TIMEOUT and MEMORY outcomes). */
+ * bytes of its result to fd.  KVC_CHILD_DONE when they all arrived and
+ * the child exited with 0; else *status holds how the child ended (killed
+ * by the supervisor for the TIMEOUT and MEMORY outcomes).  The wait is
+ * bounded by the timeout whatever the child does with the pipe, and the
+ * child's process group is killed at the end.  A SIGINT or SIGTERM kills
+ * it and goes on to the caller's handler (DIED, *status that signal). */
 kvc_child_outcome kvc_run_isolated(void (*fn)(void *arg, int fd), void *arg, const kvc_child_limits *limits, void *result,
                                    size_t result_size, int *status);
+
+/* ---- the fuzz workers' protocol ----------------------------------------
+ * A worker reports each case as START, RESULT (and SAVED when it shrank
+ * and saved it), then DONE at the end of its job or RETIRE when it
+ * outgrew its memory limit.  The candidate runs inside the worker, so the
+ * parent checks every message against what the worker may say next. */
+enum { KVC_MSG_START, KVC_MSG_RESULT, KVC_MSG_SAVED, KVC_MSG_DONE, KVC_MSG_RETIRE };
+enum { KVC_JOB_IDLE, KVC_JOB_RUNNING, KVC_JOB_SHRINKING };
+
+/* What the parent knows of one worker when a message arrives. */
+typedef struct {
+    int phase;                /* KVC_JOB_* */
+    int64_t index;            /* the case running or being shrunk */
+    int64_t next_index;       /* the case it must start next */
+    int complete;             /* its job's cases are done (or the campaign stops) */
+    int variants, families;   /* how many kvcmp knows */
+} kvc_worker_view;
+
+/* The fields of a message the parent relies on. */
+typedef struct {
+    int type;
+    int64_t index;
+    int variant, family, threads, other_threads;
+} kvc_worker_message;
+
+/* NULL when m may come now; else why not, in why ("it sent a result for
+ * case 3, which it was not running ..."). */
+const char *kvc_protocol_error(const kvc_worker_message *m, const kvc_worker_view *v, char *why, size_t size);
 
 /* Why a child was stopped, for FAIL lines: "took longer than 0.5 s (--timeout)". */
 void kvc_describe_limit(kvc_child_outcome outcome, const kvc_child_limits *limits, char *out, size_t size);

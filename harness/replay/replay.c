@@ -1,6 +1,7 @@
 /* kvcmp replay: see replay.h. */
 #include "harness/replay/replay.h"
 
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <omp.h>
 #include <limits.h>
@@ -354,15 +355,29 @@ static void replay_in_child(void *arg, int fd) {
     (void)done;   /* a short write reads as a crash in the parent */
 }
 
-/* The label of a case for a FAIL line its child could not print. */
+/* case.json beyond this is not read for a label. */
+#define MAX_LABEL_JSON_BYTES (1 << 20)
+
+/* The label of a case for a FAIL line its child could not print, from
+ * case.json's "source" alone: the parent never loads a case's tensors,
+ * whose sizes are the case's to choose (--rss-limit-mb bounds the child
+ * that does). */
 static void label_of(const char *dir, char *label, size_t size) {
-    kvc_case c;
-    char error[512];
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/case.json", dir);
     snprintf(label, size, "unreadable");
-    if (kvc_case_load(dir, &c, error, sizeof error) == 0) {
-        kvc_case_source_label(&c, label, size);
-        kvc_case_free(&c);
-    }
+    FILE *f = fopen(path, "r");
+    char *text = f ? calloc(1, MAX_LABEL_JSON_BYTES + 1) : NULL;
+    size_t n = text ? fread(text, 1, MAX_LABEL_JSON_BYTES, f) : 0;
+    if (f) fclose(f);
+    cJSON *root = n ? cJSON_Parse(text) : NULL;
+    free(text);
+    const cJSON *source = cJSON_GetObjectItemCaseSensitive(root, "source");
+    kvc_case *c = root ? calloc(1, sizeof *c) : NULL;
+    if (c && cJSON_IsString(source)) snprintf(c->source, sizeof c->source, "%s", source->valuestring);
+    if (c) kvc_case_source_label(c, label, size);
+    free(c);
+    cJSON_Delete(root);
 }
 
 /* A plug-in's case in a child under --timeout and --rss-limit-mb: a
@@ -378,11 +393,17 @@ static int replay_case_isolated(const char *dir, const kvc_replay_options *optio
     kvc_child_outcome outcome = kvc_run_isolated(replay_in_child, &job, &limits, &out, sizeof out, &status);
     char repro[2400];
     replay_repro(options, dir, repro, sizeof repro);
+    /* The child ran the candidate: its result is checked before it counts. */
+    out.label[sizeof out.label - 1] = out.detail[sizeof out.detail - 1] = 0;
+    int malformed = outcome == KVC_CHILD_DONE && (out.verdict < KVC_REPLAY_PASS || out.verdict > KVC_REPLAY_KNOWN);
+    int verdict_sent = out.verdict;
+    if (malformed) outcome = KVC_CHILD_DIED;
     if (outcome != KVC_CHILD_DONE) {
         out.verdict = KVC_REPLAY_FAIL;
         label_of(dir, out.label, sizeof out.label);
         char how[160];
-        if (outcome == KVC_CHILD_DIED) kvc_describe_exit(status, how, sizeof how);
+        if (malformed) snprintf(how, sizeof how, "sent a verdict kvcmp does not know (%d): the candidate wrote into kvcmp's pipe", verdict_sent);
+        else if (outcome == KVC_CHILD_DIED) kvc_describe_exit(status, how, sizeof how);
         else kvc_describe_limit(outcome, &limits, how, sizeof how);
         snprintf(out.detail, sizeof out.detail, "%s: the candidate's process %s",
                  outcome == KVC_CHILD_TIMEOUT ? "timeout" : outcome == KVC_CHILD_MEMORY ? "memory" : "crash", how);

@@ -28,7 +28,25 @@
  *                16 MiB of touched memory per call
  *   threads      the reference's insert, leaving a thread behind per call
  *                that sleeps forever
- * leak and threads link libkvcmp.a for the reference. */
+ *
+ * Candidates that attack the supervision itself (tests/robust/test_hostile.c),
+ * all the reference's v41.rope_plain_insert plus one misdeed:
+ *   writes_stop_flag  writes 1s over every shared writable mapping of its
+ *                     process (where a campaign kept its stop flag)
+ *   forks_twice       forks at its process's first call; both go on
+ *   writes_input      flips a bit of its const latent input after a call
+ *                     with more than one OpenMP thread (so that a case's
+ *                     first call may leave it and its thread check write)
+ *   closes_pipe_and_hangs  closes every descriptor above 2, then never returns
+ *   leaves_helper     forks, at its process's first call, a helper that
+ *                     sleeps forever holding the process's descriptors
+ *   forges_results    writes 4 KiB of 0x7f bytes into every descriptor from 3
+ *                     to 63 (kvcmp's result pipe among them), then _exit(0)
+ *   closes_stdio_and_logs  closes 1 and 2 at its process's first call and
+ *                     starts a thread that writes log lines to them without
+ *                     end; every output it returns is wrong (one byte), so
+ *                     that cases are shrunk and saved while it logs
+ * leak, threads and these link libkvcmp.a for the reference. */
 #include <signal.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -117,6 +135,81 @@ static int misbehaving_insert(const kvc_v41_insert_args *a, kvc_error *err) {
 static const kvcmp_plugin table = {
     .abi_version = KVCMP_PLUGIN_ABI_VERSION, .struct_size = sizeof(kvcmp_plugin), .name = "misbehaving test candidate",
     .v41_rope_plain_insert = misbehaving_insert,
+};
+#elif defined(KIND_writes_stop_flag) || defined(KIND_forks_twice) || defined(KIND_writes_input) || \
+    defined(KIND_closes_pipe_and_hangs) || defined(KIND_leaves_helper) || defined(KIND_closes_stdio_and_logs) || \
+    defined(KIND_forges_results)
+#include <omp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <sys/mman.h>
+
+#include "kvcmp/reference.h"
+#if defined(KIND_writes_stop_flag)
+/* Every rw-s mapping in /proc/self/maps, filled with 1s. */
+static void poke_shared_memory(void) {
+    FILE *maps = fopen("/proc/self/maps", "r");
+    char line[512];
+    while (maps && fgets(line, sizeof line, maps)) {
+        unsigned long start, end;
+        char perms[8];
+        if (sscanf(line, "%lx-%lx %7s", &start, &end, perms) == 3 && strcmp(perms, "rw-s") == 0)
+            for (unsigned long a = start; a < end; a += sizeof(int)) *(volatile int *)a = 1;
+    }
+    if (maps) fclose(maps);
+}
+#elif defined(KIND_closes_stdio_and_logs)
+static void *log_forever(void *arg) {
+    (void)arg;
+    static const char text[] = "candidate log line\n";
+    for (;;) {
+        ssize_t done = write(1, text, sizeof text - 1) + write(2, text, sizeof text - 1);
+        (void)done;
+        usleep(200);
+    }
+    return NULL;
+}
+#endif
+static int hostile_insert(const kvc_v41_insert_args *a, kvc_error *err) {
+    static pid_t first_call_of;   /* the process whose first call this was */
+    int first = first_call_of != getpid();
+    first_call_of = getpid();
+#if defined(KIND_closes_pipe_and_hangs)
+    for (int fd = 3; fd < 1024; fd++) close(fd);
+    for (;;) pause();
+#elif defined(KIND_forges_results)
+    static char forged[4096];
+    memset(forged, 0x7f, sizeof forged);
+    for (int fd = 3; fd < 64; fd++) { ssize_t done = write(fd, forged, sizeof forged); (void)done; }
+    _exit(0);
+#endif
+#if defined(KIND_forks_twice)
+    if (first) fork();
+#elif defined(KIND_leaves_helper)
+    if (first && fork() == 0)
+        for (;;) pause();
+#elif defined(KIND_writes_stop_flag)
+    poke_shared_memory();
+#elif defined(KIND_closes_stdio_and_logs)
+    pthread_t thread;
+    if (first) {
+        close(1);
+        close(2);
+        if (pthread_create(&thread, NULL, log_forever, NULL) == 0) pthread_detach(thread);
+    }
+#endif
+    (void)first;
+    int rc = ref_v41_rope_plain_insert(a, err);
+#if defined(KIND_writes_input)
+    if (rc == KVC_OK && a->num_tokens > 0 && omp_get_max_threads() > 1) ((uint16_t *)a->latent)[0] ^= 1;
+#elif defined(KIND_closes_stdio_and_logs)
+    if (rc == KVC_OK) ((uint8_t *)a->kv_cache.data)[0] ^= 1;
+#endif
+    return rc;
+}
+static const kvcmp_plugin table = {
+    .abi_version = KVCMP_PLUGIN_ABI_VERSION, .struct_size = sizeof(kvcmp_plugin), .name = "supervision attacking test candidate",
+    .v41_rope_plain_insert = hostile_insert,
 };
 #elif defined(KIND_partial)
 static int refuse_save(const kvc_v4_save_args *a, kvc_error *err) { (void)a; (void)err; return KVC_ERR_UNAVAILABLE; }

@@ -9,8 +9,10 @@
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -27,7 +29,9 @@ typedef struct {
     int status;          /* the exit status, or 128 + the signal that killed it */
     double seconds;      /* wall time */
     char *out, *err;
-    int leftovers;       /* processes of its group still alive afterwards */
+    int leftovers;       /* processes of its group, or descendants of it, still alive afterwards */
+    int overran;         /* killed at child_options.limit_seconds (default 120) */
+    int bait_bytes;      /* bytes written into the pipe kvcmp inherited as descriptor 3 */
 } child_run;
 
 typedef struct {
@@ -35,6 +39,7 @@ typedef struct {
     int signals[2];          /* sent back to back; 0 ends the list */
     long file_size_limit;    /* > 0: RLIMIT_FSIZE in bytes */
     int kill_workers;        /* SIGKILL a worker this many times, 0.3 s apart */
+    double limit_seconds;    /* > 0: kill its process group after this long (else 120 s) */
 } child_options;
 
 static inline double robust_now(void) {
@@ -73,6 +78,36 @@ static inline int group_members(pid_t pgid) {
     return 1;
 }
 
+/* Descendants of a kvcmp run that outlived it: this process is their
+ * subreaper (run_kvcmp), so they are its children now, in whatever
+ * process group they put themselves.  Waits up to a second for
+ * PR_SET_PDEATHSIG, then kills and counts what is left. */
+static inline int orphans_left(void) {
+    int left = 0;
+    for (int i = 0; i < 100; i++) {
+        while (waitpid(-1, NULL, WNOHANG) > 0) {}
+        left = 0;
+        DIR *tasks = opendir("/proc/self/task");
+        for (struct dirent *t; tasks && (t = readdir(tasks)) != NULL;) {
+            if (t->d_name[0] == '.') continue;
+            char path[300];
+            snprintf(path, sizeof path, "/proc/self/task/%s/children", t->d_name);
+            FILE *f = fopen(path, "r");
+            long child;
+            while (f && fscanf(f, "%ld", &child) == 1) {
+                left++;
+                if (i == 99) { kill(-(pid_t)child, SIGKILL); kill((pid_t)child, SIGKILL); }
+            }
+            if (f) fclose(f);
+        }
+        if (tasks) closedir(tasks);
+        if (!left) return 0;
+        usleep(10000);
+    }
+    while (waitpid(-1, NULL, WNOHANG) > 0) {}
+    return left;
+}
+
 /* The first child of pid (a fuzz worker), or 0. */
 static inline pid_t first_child(pid_t pid) {
     char path[64];
@@ -100,13 +135,21 @@ static inline child_run run_kvcmp(char **argv, const child_options *opt) {
     char **full = calloc((size_t)argc + 2, sizeof *full);
     full[0] = binary;
     for (int i = 0; i < argc; i++) full[i + 1] = argv[i];
-    double started = robust_now();
+    /* What kvcmp leaves behind, in any process group, becomes ours to see. */
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    double started = robust_now(), limit = opt && opt->limit_seconds > 0 ? opt->limit_seconds : 120;
+    /* kvcmp inherits the write end of a pipe as descriptor 3 and nothing
+     * else of the test runner's: a candidate must not reach either. */
+    int bait[2];
+    cr_assert(pipe2(bait, O_NONBLOCK) == 0);
     pid_t pid = fork();
     cr_assert(pid >= 0);
     if (pid == 0) {
         setpgid(0, 0);
         dup2(out_fd, STDOUT_FILENO);
         dup2(err_fd, STDERR_FILENO);
+        if (bait[1] != 3) { dup2(bait[1], 3); close(bait[1]); }
+        close_range(4, ~0U, 0);
         if (opt && opt->file_size_limit > 0) {
             signal(SIGXFSZ, SIG_IGN);   /* the write fails with EFBIG, as a full disk's does with ENOSPC */
             struct rlimit limit = {.rlim_cur = (rlim_t)opt->file_size_limit, .rlim_max = (rlim_t)opt->file_size_limit};
@@ -116,8 +159,9 @@ static inline child_run run_kvcmp(char **argv, const child_options *opt) {
         _exit(127);
     }
     setpgid(pid, pid);
+    close(bait[1]);
     free(full);
-    int status = 0, signalled = 0, killed = 0;
+    int status = 0, signalled = 0, killed = 0, overran = 0;
     for (;;) {
         pid_t done = waitpid(pid, &status, WNOHANG);
         if (done == pid) break;
@@ -130,12 +174,22 @@ static inline child_run run_kvcmp(char **argv, const child_options *opt) {
             pid_t worker = first_child(pid);
             if (worker > 0 && kill(worker, SIGKILL) == 0) killed++;
         }
-        cr_assert(elapsed < 120, "kvcmp %s did not end within 120 s", argv[0]);
+        if (elapsed > limit && !overran) {
+            /* Nothing may outlive the test: the group, then orphans_left. */
+            kill(-pid, SIGKILL);
+            kill(pid, SIGKILL);
+            overran = 1;
+        }
         usleep(5000);
     }
-    child_run run = {.seconds = robust_now() - started};
+    child_run run = {.seconds = robust_now() - started, .overran = overran};
     run.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     run.leftovers = group_members(pid);
+    run.leftovers += orphans_left();
+    char drained[4096];
+    for (ssize_t n; (n = read(bait[0], drained, sizeof drained)) > 0;) run.bait_bytes += (int)n;
+    close(bait[0]);
+    cr_expect(!overran, "kvcmp %s did not end within %g s and was killed", argv[0], limit);
     run.out = support_read_fd(out_fd);
     run.err = support_read_fd(err_fd);
     close(out_fd);
