@@ -5,6 +5,7 @@
 #include "kvcmp/layout.h"
 #include "kvcmp/validate.h"
 #include "kvcmp/reference.h"
+#include "reference/deviations.h"
 
 int ref_v4_save_partial_states(const kvc_v4_save_args *a, kvc_error *err) {
     int rc = kvc_validate_v4_save(a, err);
@@ -20,6 +21,8 @@ int ref_v4_save_partial_states(const kvc_v4_save_args *a, kvc_error *err) {
         /* The score half: one fp32 add per element. */
         for (int64_t i = 0; i < width; i++)
             state_row[width + i] = kvc_canonical_f32(a->score[t * width + i] + ape_row[i]);
+        if (ref_deviates(KVC_DEV_SAVE_NAN_PAYLOAD_KEPT))
+            for (int64_t i = 0; i < width; i++) state_row[width + i] = a->score[t * width + i] + ape_row[i];
     }
     return KVC_OK;
 }
