@@ -52,7 +52,8 @@ typedef struct {
 
 /* Which deviations explain `candidate`, the candidate's run of case c
  * under `options`: every single one whose variant gives the same status
- * and, when it ran, the same output bytes; when no single one does, the
+ * and, when it ran, the same output bytes, and differs from the contract
+ * there (a variant that changes nothing explains nothing); when no single one does, the
  * pairs of those that change c's outputs at all, until `seconds` have
  * passed (<= 0: no limit).  Returns d->count (0: unexplained). */
 int kvc_diagnose(const kvc_case *c, const kvc_run_options *options, const kvc_run_result *candidate, double seconds, kvc_diagnosis *d);
