@@ -42,7 +42,8 @@ static uint8_t fp8_truncated(float x) {
 }
 
 uint8_t ref_deviant_fp8_code(float x) {
-    if (ref_deviates(KVC_DEV_CLAMP_NAN_TO_448)) x = fminf(fmaxf(x, -KVC_FP8_MAX), KVC_FP8_MAX);
+    if (ref_deviates(KVC_DEV_CLAMP_NAN_TO_MINUS_448)) x = fminf(fmaxf(x, -KVC_FP8_MAX), KVC_FP8_MAX);
+    else if (ref_deviates(KVC_DEV_CLAMP_NAN_TO_PLUS_448)) x = fmaxf(fminf(x, KVC_FP8_MAX), -KVC_FP8_MAX);
     else if (!ref_deviates(KVC_DEV_FP8_NO_SATURATION)) x = kvc_clamp_fp8_range(x);
     uint8_t code = ref_deviates(KVC_DEV_FP8_TRUNCATION) ? fp8_truncated(x) : kvc_fp8_from_f32(x);
     if (ref_deviates(KVC_DEV_FP8_SUBNORMALS_FLUSHED) && fabsf(x) < 0x1p-6f) code &= 0x80u;
@@ -57,6 +58,16 @@ float ref_deviant_exp(float x) {
 }
 
 /* ---- the wrong versions of the numbered steps --------------------------- */
+
+/* max(a, b) as x86's maxps computes it: the second operand unless a > b. */
+static float max_x86(float a, float b) { return a > b ? a : b; }
+
+float ref_deviant_window_max(const float *window_score, int entries, float contract) {
+    if (!ref_deviates(KVC_DEV_MAX_X86_ORDER)) return contract;
+    float m = window_score[0];
+    for (int w = 1; w < entries; w++) m = max_x86(m, window_score[w]);
+    return m;
+}
 
 void ref_deviant_window(const float **window_kv, const float **window_score, int entries) {
     static _Thread_local float kv[256], score[256];
@@ -121,10 +132,11 @@ static int exponent_floor(float q) {
 kvc_block_scale ref_deviant_block_scale(const float *y, int n, kvc_block_scale contract) {
     int drops_nan = ref_deviates(KVC_DEV_BLOCK_MAX_DROPS_NAN), floor_after = ref_deviates(KVC_DEV_SCALE_FLOOR_AFTER_DIVISION);
     int exponent_floored = ref_deviates(KVC_DEV_SCALE_EXPONENT_FLOOR), exponent_rounded = ref_deviates(KVC_DEV_SCALE_EXPONENT_ROUND);
-    if (!drops_nan && !floor_after && !exponent_floored && !exponent_rounded) return contract;
+    int x86 = ref_deviates(KVC_DEV_MAX_X86_ORDER);
+    if (!drops_nan && !floor_after && !exponent_floored && !exponent_rounded && !x86) return contract;
     float a = floor_after ? 0.0f : 1e-4f;
     for (int j = 0; j < n; j++)
-        a = drops_nan ? (fabsf(y[j]) > a ? fabsf(y[j]) : a) : kvc_max_nan(a, fabsf(y[j]));
+        a = drops_nan ? (fabsf(y[j]) > a ? fabsf(y[j]) : a) : x86 ? max_x86(a, fabsf(y[j])) : kvc_max_nan(a, fabsf(y[j]));
     float q = a / KVC_FP8_MAX;
     if (floor_after) q = kvc_max_nan(q, 1e-4f);
     kvc_block_scale scale = kvc_block_scale_from_quotient(q);

@@ -51,8 +51,12 @@
     X(FP8_SUBNORMALS_FLUSHED, "fp8-subnormals-flushed", "SPEC 1 fp8", "fp8(x) below the smallest normal 2^-6 is a signed zero")    \
     X(FP8_NEGATIVE_ZERO_FLUSHED, "fp8-negative-zero-flushed", "SPEC 1 fp8", "a zero fp8 code is always 0x00: -0 and negative underflows lose their sign") \
     X(FP8_NO_SATURATION, "fp8-no-saturation", "SPEC 5.3", "fp8 codes are rounded without the clamp to [-448, 448], so magnitudes above 464 become NaN") \
-    X(CLAMP_NAN_TO_448, "clamp-nan-to-448", "SPEC 1 clamp",                                                                        \
+    X(CLAMP_NAN_TO_MINUS_448, "clamp-nan-to-minus-448", "SPEC 1 clamp",                                                          \
       "clamp(x, -448, 448) is min(max(x, -448), 448) with IEEE max and min, so NaN becomes -448 (0xFE) instead of NaN")            \
+    X(CLAMP_NAN_TO_PLUS_448, "clamp-nan-to-plus-448", "SPEC 1 clamp",                                                            \
+      "clamp(x, -448, 448) is max(min(x, 448), -448) with IEEE max and min, so NaN becomes +448 (0x7E) instead of NaN")            \
+    X(MAX_X86_ORDER, "max-x86-order", "SPEC 1 max",                                                                                \
+      "max(a, b) in steps 1 and 9 is a > b ? a : b (x86 maxps), so a NaN survives only as the last operand instead of propagating") \
     X(BLOCK_MAX_DROPS_NAN, "block-max-drops-nan", "SPEC 4.2 step 9",                                                               \
       "the block magnitude a = max |y_j| skips NaN values instead of propagating them")                                            \
     X(SCALE_FLOOR_AFTER_DIVISION, "scale-floor-after-division", "SPEC 4.2 step 9",                                                 \
@@ -96,6 +100,7 @@ static inline int ref_deviating(void) { return ref_active_deviations[0] != KVC_D
 uint16_t ref_deviant_bf16(float x);
 uint8_t ref_deviant_fp8_code(float x);
 float ref_deviant_exp(float x);
+float ref_deviant_window_max(const float *window_score, int entries, float contract);
 void ref_deviant_window(const float **window_kv, const float **window_score, int entries);
 int64_t ref_deviant_window_position(const kvc_v4_compress_args *a, int64_t req, int64_t q, int64_t p);
 float ref_deviant_sum_of_squares(const float *v, int n, float contract);

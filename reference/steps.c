@@ -13,6 +13,7 @@ float ref_softmax_pool(const float *window_kv, const float *window_score, int en
     /* Step 1: NaN-propagating maximum of the valid scores. */
     float m = window_score[0];
     for (int w = 1; w < entries; w++) m = kvc_max_nan(m, window_score[w]);
+    if (ref_deviating()) m = ref_deviant_window_max(window_score, entries, m);
     if (ref_deviates(KVC_DEV_SOFTMAX_REVERSED)) ref_deviant_window(&window_kv, &window_score, entries);
     /* Step 2: one rounding per step; both sums start from +0. */
     float denom = 0.0f, acc = 0.0f;

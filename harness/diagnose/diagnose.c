@@ -95,3 +95,16 @@ void kvc_diagnosis_text(const kvc_diagnosis *d, int i, char *out, size_t size) {
         snprintf(out, size, "%s (%s) + %s (%s)", kvc_deviation_name(d->first[i]), kvc_deviation_spec(d->first[i]),
                  kvc_deviation_name(d->second[i]), kvc_deviation_spec(d->second[i]));
 }
+
+void kvc_diagnose_clause(const kvc_case *c, const kvc_run_options *options, const kvc_run_result *candidate, double seconds, char *out,
+                         size_t size) {
+    kvc_diagnosis d;
+    kvc_diagnose(c, options, candidate, seconds, &d);
+    size_t n = (size_t)snprintf(out, size, "%s", d.count ? "explained by: " : "unexplained by the deviation catalogue");
+    for (int i = 0; i < d.count && n < size; i++) {
+        char text[300];
+        kvc_diagnosis_text(&d, i, text, sizeof text);
+        n += (size_t)snprintf(out + n, size - n, "%s%s", i ? ", " : "", text);
+    }
+    if (d.out_of_time && n < size) snprintf(out + n, size - n, ", pairs not all tried");
+}

@@ -63,6 +63,12 @@ int kvc_diagnose(const kvc_case *c, const kvc_run_options *options, const kvc_ru
 void kvc_diagnosis_name(const kvc_diagnosis *d, int i, char *out, size_t size);
 void kvc_diagnosis_text(const kvc_diagnosis *d, int i, char *out, size_t size);
 
+/* kvc_diagnose as one clause of a FAIL line: "explained by: a (SPEC x),
+ * b (SPEC y)" or "unexplained by the deviation catalogue" (", pairs not
+ * all tried" when the time ran out). */
+void kvc_diagnose_clause(const kvc_case *c, const kvc_run_options *options, const kvc_run_result *candidate, double seconds, char *out,
+                         size_t size);
+
 #ifdef __cplusplus
 }
 #endif
