@@ -137,6 +137,9 @@ kvc_block_scale ref_deviant_block_scale(const float *y, int n, kvc_block_scale c
     float a = floor_after ? 0.0f : 1e-4f;
     for (int j = 0; j < n; j++)
         a = drops_nan ? (fabsf(y[j]) > a ? fabsf(y[j]) : a) : x86 ? max_x86(a, fabsf(y[j])) : kvc_max_nan(a, fabsf(y[j]));
+    /* x86's order can drop the floor with a NaN (max(NaN, 0) = 0): a zero
+     * magnitude has no exponent, so the variant keeps the floor there. */
+    if (x86 && a == 0.0f && !floor_after) a = 1e-4f;
     float q = a / KVC_FP8_MAX;
     if (floor_after) q = kvc_max_nan(q, 1e-4f);
     kvc_block_scale scale = kvc_block_scale_from_quotient(q);
