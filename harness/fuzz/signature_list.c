@@ -59,6 +59,17 @@ int kvc_signature_list_distinct(const kvc_signature_list *list) {
     return n;
 }
 
+void kvc_signature_list_compact(kvc_signature_list *list) {
+    int kept = 0;
+    for (int i = 0; i < list->count; i++)
+        if (list->entries[i].group == i) {
+            list->entries[kept] = list->entries[i];
+            list->entries[kept].group = kept;
+            kept++;
+        }
+    list->count = kept;
+}
+
 /* The next item of a sep-separated list at *p, into item; 0 at the end. */
 static int next_item(const char **p, char sep, char *item, size_t size) {
     if (!**p) return 0;

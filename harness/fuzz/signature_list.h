@@ -60,6 +60,9 @@ kvc_signature_entry *kvc_signature_list_find(kvc_signature_list *list, const cha
 void kvc_signature_list_explain(kvc_signature_list *list, const char *key, const kvc_fuzz_signature *diagnosed);
 /* Listed signatures (entries not merged into another). */
 int kvc_signature_list_distinct(const kvc_signature_list *list);
+/* Drops the entries merged into others (their byte-class keys are no
+ * longer found): every entry is then listed, and may be reordered. */
+void kvc_signature_list_compact(kvc_signature_list *list);
 /* "bf16-half-away (SPEC 1 bf16), a+b (SPEC ...; SPEC ...)" for an
  * explained_by list. */
 void kvc_explanation_text(const char *explained_by, char *out, size_t size);
