@@ -172,6 +172,13 @@ static void save_case(const fuzz_options *o, const kvc_gen_case *g, int64_t inde
     if (m->save_failed) snprintf(m->saved, sizeof m->saved, "%.390s", error);
 }
 
+/* The pairs' share of a diagnosis: it runs in the shrinking phase, which
+ * the parent cuts at --shrink-seconds + 2 x --timeout. */
+static double diagnosis_seconds(const fuzz_options *o) {
+    double t = o->limits.timeout_seconds;
+    return t > 0 && t / 2 < DIAGNOSIS_PAIR_SECONDS ? t / 2 : DIAGNOSIS_PAIR_SECONDS;
+}
+
 /* Shrink, add the reference's outputs and save; the path goes to m->saved. */
 static void shrink_and_save(worker *w, kvc_gen_case *g, int64_t index, uint64_t salt, const kvc_fuzz_verdict *v, message *m) {
     shrink_context ctx = {.target = &w->target, .salt = salt, .signature_key = m->signature.key};
@@ -197,7 +204,7 @@ static void shrink_and_save(worker *w, kvc_gen_case *g, int64_t index, uint64_t 
     kvc_fuzz_outcome outcome = kvc_fuzz_check_case(&w->target, &g->c, salt, &final);
     const kvc_fuzz_conditions *k = outcome == KVC_FUZZ_FAIL ? &final.conditions : &v->conditions;
     /* The minimal case names its bug: the catalogue's deviations, run on it. */
-    if (outcome == KVC_FUZZ_FAIL) kvc_fuzz_signature_diagnose(&w->target, &g->c, &final, DIAGNOSIS_PAIR_SECONDS, &m->signature);
+    if (outcome == KVC_FUZZ_FAIL) kvc_fuzz_signature_diagnose(&w->target, &g->c, &final, diagnosis_seconds(w->o), &m->signature);
     cJSON_AddItemToObject(meta, "replay", replay_object(k));
     m->page_padding = k->page_padding;
     free(g->c.meta_json);
