@@ -48,6 +48,7 @@ uint8_t ref_deviant_fp8_code(float x) {
     uint8_t code = ref_deviates(KVC_DEV_FP8_TRUNCATION) ? fp8_truncated(x) : kvc_fp8_from_f32(x);
     if (ref_deviates(KVC_DEV_FP8_SUBNORMALS_FLUSHED) && fabsf(x) < 0x1p-6f) code &= 0x80u;
     if (ref_deviates(KVC_DEV_FP8_NEGATIVE_ZERO_FLUSHED) && code == 0x80u) code = 0;
+    if (ref_deviates(KVC_DEV_FP8_NAN_SIGN_KEPT) && code == KVC_FP8_NAN && (kvc_f32_bits(x) >> 31)) code = 0xFFu;
     return code;
 }
 

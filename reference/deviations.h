@@ -38,6 +38,8 @@
     X(ROPE_UNFUSED, "rope-unfused", "SPEC 4.2 step 7", "RoPE rounds each product and the sum separately instead of using fma")    \
     X(ROPE_HALVES, "rope-halves", "SPEC 4.2 step 7",                                                                               \
       "RoPE rotates the pairs (x[i], x[i+32]) (halves, NeoX style) instead of the interleaved (x[2i], x[2i+1])")                    \
+    X(ROPE_INVERSE, "rope-inverse", "SPEC 4.2 step 7",                                                                             \
+      "RoPE rotates by -angle: x_e' = fma(x_e, c, x_o * s), x_o' = fma(x_o, c, -(x_e * s))")                                       \
     X(ROPE_ROW_P, "rope-row-p", "SPEC 4.2 step 7", "RoPE uses cos_sin row p instead of the group start (p / R) * R")               \
     X(ROPE_ON_ROUNDED, "rope-on-rounded", "SPEC 4.2 step 8",                                                                       \
       "RoPE takes the bf16-rounded normed values of the D = 512 store instead of the un-rounded fp32 ones")                        \
@@ -50,6 +52,7 @@
     X(FP8_TRUNCATION, "fp8-truncation", "SPEC 1 fp8", "fp8(x) truncates towards zero instead of rounding to nearest even")        \
     X(FP8_SUBNORMALS_FLUSHED, "fp8-subnormals-flushed", "SPEC 1 fp8", "fp8(x) below the smallest normal 2^-6 is a signed zero")    \
     X(FP8_NEGATIVE_ZERO_FLUSHED, "fp8-negative-zero-flushed", "SPEC 1 fp8", "a zero fp8 code is always 0x00: -0 and negative underflows lose their sign") \
+    X(FP8_NAN_SIGN_KEPT, "fp8-nan-sign-kept", "SPEC 1 fp8", "fp8(NaN) keeps the NaN's sign: a negative NaN becomes 0xFF instead of 0x7F") \
     X(FP8_NO_SATURATION, "fp8-no-saturation", "SPEC 5.3", "fp8 codes are rounded without the clamp to [-448, 448], so magnitudes above 464 become NaN") \
     X(CLAMP_NAN_TO_MINUS_448, "clamp-nan-to-minus-448", "SPEC 1 clamp",                                                          \
       "clamp(x, -448, 448) is min(max(x, -448), 448) with IEEE max and min, so NaN becomes -448 (0xFE) instead of NaN")            \
@@ -66,6 +69,8 @@
       "the scale exponent is log2(q) rounded to the nearest integer instead of ceil")                                               \
     X(SAVE_NAN_PAYLOAD_KEPT, "save-nan-payload-kept", "SPEC 4.1 S2",                                                               \
       "a NaN score sum keeps its own sign and payload instead of the canonical 0x7FC00000")                                        \
+    X(SAVE_KV_NAN_CANONICAL, "save-kv-nan-canonical", "SPEC 4.1 S1",                                                              \
+      "the kv half of a state row turns NaNs into 0x7FC00000 instead of copying their bits")                                        \
     X(RING_ROW_P, "ring-row-p", "SPEC 5.1 R = 2", "a chunk's first token pools with ring row p mod CAP instead of (p - 1) mod CAP") \
     X(RING_STORED_BEFORE_READS, "ring-stored-before-reads", "SPEC 5.1 ring store",                                                 \
       "the ring rows are stored before the pooling reads of the call instead of after all of them")                                \

@@ -52,6 +52,11 @@ void ref_rope(float *rope_dims, const float *cos_sin_row) {
     for (int i = 0; i < KVC_ROPE_DIMS / 2; i++) {
         float c = cos_sin_row[i], s = cos_sin_row[KVC_ROPE_DIMS / 2 + i];
         float x_even = rope_dims[2 * i], x_odd = rope_dims[2 * i + 1];
+        if (ref_deviates(KVC_DEV_ROPE_INVERSE)) {
+            rope_dims[2 * i] = fmaf(x_even, c, x_odd * s);
+            rope_dims[2 * i + 1] = fmaf(x_odd, c, -(x_even * s));
+            continue;
+        }
         if (ref_deviates(KVC_DEV_ROPE_UNFUSED)) {
             rope_dims[2 * i] = x_even * c - x_odd * s;
             rope_dims[2 * i + 1] = x_odd * c + x_even * s;

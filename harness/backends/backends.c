@@ -14,7 +14,7 @@ const kvc_backend *kvc_backend_by_name(const char *name, char *error, size_t err
     if (strcmp(name, "opt") == 0 || strcmp(name, "optimized") == 0) return kvc_optimized_backend_get(error, error_size);
     if (strncmp(name, "deviation:", 10) == 0) {
         const kvc_backend *variant = kvc_deviation_backend(kvc_deviation_find(name + 10));
-        if (!variant) snprintf(error, error_size, "unknown deviation '%s' (the catalogue: include/kvcmp/deviations.h, kvc_deviation_name)", name + 10);
+        if (!variant) snprintf(error, error_size, "unknown deviation '%s' (kvcmp fuzz --list names them)", name + 10);
         return variant;
     }
     if (strncmp(name, "py:", 3) == 0) return kvc_pyworker_backend(name + 3, error, error_size);

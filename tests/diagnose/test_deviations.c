@@ -14,6 +14,7 @@
 
 #include <criterion/parameterized.h>
 
+#include "cli/commands.h"
 #include "harness/fuzz/run.h"
 #include "harness/fuzz/signature.h"
 #include "harness/fuzz/signature_list.h"
@@ -44,13 +45,26 @@ Test(deviations, every_entry_has_a_unique_name_a_spec_place_and_a_sentence) {
     cr_expect_eq(kvc_deviation_find("no-such-deviation"), -1);
 }
 
+Test(deviations, fuzz_list_prints_the_catalogue) {
+    char *list[] = {"--list"};
+    captured_run run = support_capture(kvc_cmd_fuzz, 1, list);
+    cr_expect_eq(run.status, 0);
+    cr_expect(strstr(run.out, "deviations (what a signature is explained by; --candidate deviation:NAME plants one):\n") != NULL, "%s", run.out);
+    for (int i = 0; i < kvc_deviation_count(); i++) {
+        char line[400];
+        snprintf(line, sizeof line, "  %-32s %-18s %s\n", kvc_deviation_name(i), kvc_deviation_spec(i), kvc_deviation_description(i));
+        cr_expect(strstr(run.out, line) != NULL, "--list lacks %s", kvc_deviation_name(i));
+    }
+    support_free_run(&run);
+}
+
 Test(deviations, backend_by_name) {
     char error[256] = "";
     const kvc_backend *b = kvc_backend_by_name("deviation:bf16-half-away", error, sizeof error);
     cr_assert_not_null(b, "%s", error);
     cr_expect_eq(b, kvc_deviation_backend(kvc_deviation_find("bf16-half-away")));
     cr_expect_null(kvc_backend_by_name("deviation:bf16-sideways", error, sizeof error));
-    cr_expect(strstr(error, "unknown deviation 'bf16-sideways'") != NULL, "%s", error);
+    cr_expect(strstr(error, "unknown deviation 'bf16-sideways' (kvcmp fuzz --list names them)") != NULL, "%s", error);
 }
 
 Test(deviations, activate_shifts_a_lone_second_and_reports_the_previous_pair) {
