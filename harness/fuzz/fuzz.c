@@ -205,6 +205,7 @@ static void shrink_and_save(worker *w, kvc_gen_case *g, int64_t index, uint64_t 
     const kvc_fuzz_conditions *k = outcome == KVC_FUZZ_FAIL ? &final.conditions : &v->conditions;
     /* The minimal case names its bug: the catalogue's deviations, run on it. */
     if (outcome == KVC_FUZZ_FAIL) kvc_fuzz_signature_diagnose(&w->target, &g->c, &final, diagnosis_seconds(w->o), &m->signature);
+    if (m->signature.diagnosed) cJSON_AddStringToObject(meta, "explained_by", m->signature.explained_by);
     cJSON_AddItemToObject(meta, "replay", replay_object(k));
     m->page_padding = k->page_padding;
     free(g->c.meta_json);
