@@ -5,6 +5,7 @@
 #include "kvcmp/validate.h"
 #include "kvcmp/reference.h"
 #include "kvcmp/reference_steps.h"
+#include "reference/deviations.h"
 
 #define HEAD_DIM KVC_V41_HEAD_DIM
 #define NOPE_DIMS (HEAD_DIM - KVC_ROPE_DIMS)
@@ -21,14 +22,16 @@ int ref_v41_rope_plain_insert(const kvc_v41_insert_args *a, kvc_error *err) {
         if (slot < 0 || !kvc_is_closing(a->positions[t], a->compress_ratio)) continue;
         for (int d = 0; d < HEAD_DIM; d++) x[d] = kvc_f32_from_bf16(a->latent[t * HEAD_DIM + d]);
         int64_t cos_row = kvc_rope_row(a->positions[t], a->compress_ratio);
+        if (ref_deviates(KVC_DEV_ROPE_ROW_P) && a->positions[t] < a->cos_sin_rows) cos_row = a->positions[t];
         ref_rope(x + NOPE_DIMS, a->cos_sin + cos_row * KVC_ROPE_DIMS);
         uint8_t *row = kvc_plain_row(&a->kv_cache, slot, row_bytes);
         for (int d = 0; d < HEAD_DIM; d++) {
             /* The whole row is rounded to bf16 (NoPE values are bf16
              * already, so only a NaN changes: it becomes 0x7FC0). */
-            uint16_t rounded = kvc_bf16_from_f32(x[d]);
+            uint16_t rounded = ref_bf16(x[d]);
             if (a->cache_dtype == KVC_CACHE_BF16) kvc_store_u16(row + 2 * d, rounded);
             else row[d] = kvc_fp8_from_f32(kvc_clamp_fp8_range(kvc_f32_from_bf16(rounded) * inverse_scale));
+            if (a->cache_dtype != KVC_CACHE_BF16 && ref_deviating()) row[d] = ref_deviant_plain_fp8(x[d], rounded, a->fp8_scale, inverse_scale);
         }
     }
     return KVC_OK;

@@ -5,6 +5,7 @@
 #include "kvcmp/validate.h"
 #include "kvcmp/reference.h"
 #include "kvcmp/reference_steps.h"
+#include "reference/deviations.h"
 
 #define HEAD_DIM KVC_V41_HEAD_DIM
 #define NOPE_DIMS (HEAD_DIM - KVC_ROPE_DIMS)
@@ -18,6 +19,7 @@ int ref_v41_rope_quant_insert(const kvc_v41_insert_args *a, kvc_error *err) {
         if (slot < 0 || !kvc_is_closing(a->positions[t], a->compress_ratio)) continue;
         for (int d = 0; d < HEAD_DIM; d++) x[d] = kvc_f32_from_bf16(a->latent[t * HEAD_DIM + d]);
         int64_t cos_row = kvc_rope_row(a->positions[t], a->compress_ratio);
+        if (ref_deviates(KVC_DEV_ROPE_ROW_P) && a->positions[t] < a->cos_sin_rows) cos_row = a->positions[t];
         ref_rope(x + NOPE_DIMS, a->cos_sin + cos_row * KVC_ROPE_DIMS);
         ref_store_ds_mla(x, x + NOPE_DIMS, kvc_ds_mla_token(&a->kv_cache, slot), kvc_ds_mla_scales(&a->kv_cache, slot));
     }

@@ -8,6 +8,7 @@
 #include "kvcmp/validate.h"
 #include "kvcmp/reference.h"
 #include "kvcmp/reference_steps.h"
+#include "reference/deviations.h"
 
 #define HEAD_DIM KVC_V41_HEAD_DIM
 #define RING_ROW_BYTES (2 * HEAD_DIM * 4)
@@ -26,6 +27,7 @@ static const float *predecessor_row(const kvc_v41_norm_args *a, int64_t t) {
     int64_t cap = a->state_cache.page_rows;
     int64_t ring_block = a->slot_mapping[t] / cap;
     int64_t ring_slot = ring_block * cap + (a->positions[t] - 1) % cap;
+    if (ref_deviates(KVC_DEV_RING_ROW_P)) ring_slot = ring_block * cap + a->positions[t] % cap;
     return (const float *)kvc_plain_row(&a->state_cache, ring_slot, RING_ROW_BYTES);
 }
 
@@ -43,17 +45,23 @@ static void write_latent(const kvc_v41_norm_args *a, int64_t t, const float *poo
     float weight[HEAD_DIM], normed[HEAD_DIM];
     for (int d = 0; d < HEAD_DIM; d++) weight[d] = kvc_f32_from_bf16(a->norm_weight[d]);
     ref_rms_norm(pooled, weight, HEAD_DIM, a->eps, normed);
-    for (int d = 0; d < HEAD_DIM; d++) a->latent[t * HEAD_DIM + d] = kvc_bf16_from_f32(normed[d]);
+    for (int d = 0; d < HEAD_DIM; d++) a->latent[t * HEAD_DIM + d] = ref_bf16(normed[d]);
 }
 
 /* After every pooling read of the call, each request's ring rows. */
 static void store_rings(const kvc_v41_norm_args *a) {
-    for (int64_t req = 0; req < a->num_requests; req++) kvc_v41_store_ring(a, req);
+    for (int64_t req = 0; req < a->num_requests; req++) {
+        int64_t begin = a->query_start_loc[req];
+        if (ref_deviates(KVC_DEV_RING_TAIL_SKIPPED_AFTER_PADDING) && begin < a->query_start_loc[req + 1] && a->slot_mapping[begin] < 0)
+            continue;
+        kvc_v41_store_ring(a, req);
+    }
 }
 
 int ref_v41_save_compress_norm(const kvc_v41_norm_args *a, kvc_error *err) {
     int rc = kvc_validate_v41_norm(a, err);
     if (rc) return rc;
+    if (a->compress_ratio == 2 && ref_deviates(KVC_DEV_RING_STORED_BEFORE_READS)) store_rings(a);
     float pooled[HEAD_DIM];
     for (int64_t t = 0; t < a->num_tokens; t++) {
         if (a->slot_mapping[t] < 0 || !kvc_is_closing(a->positions[t], a->compress_ratio)) continue;

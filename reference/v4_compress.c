@@ -8,6 +8,7 @@
 #include "kvcmp/validate.h"
 #include "kvcmp/reference.h"
 #include "kvcmp/reference_steps.h"
+#include "reference/deviations.h"
 
 #define MAX_WINDOW 256   /* coff * R: 8 for R = 4, 128 for R = 128 */
 #define MAX_HEAD_DIM 512
@@ -24,9 +25,11 @@ static void pool_window(const kvc_v4_compress_args *a, int64_t t, float *pooled)
      * q >= 0; entries of the current group (w >= R) read the second half. */
     for (int64_t w = 0; w < window; w++) {
         int64_t q = p - window + 1 + w;
+        if (ref_deviating()) q = ref_deviant_window_position(a, req, q, p);
         if (q < 0) continue;
         entry_row[entries] = (const float *)kvc_plain_row(&a->state_cache, kvc_v4_state_slot(a, req, q), 2 * width * 4);
         entry_half[entries] = (ratio == 4 && w >= ratio) ? head_dim : 0;
+        if (ratio == 4 && ref_deviates(KVC_DEV_R4_HALVES_SWAPPED)) entry_half[entries] = head_dim - entry_half[entries];
         entries++;
     }
     float window_kv[MAX_WINDOW], window_score[MAX_WINDOW];
@@ -44,8 +47,11 @@ static void pool_window(const kvc_v4_compress_args *a, int64_t t, float *pooled)
 static void store_main(const kvc_v4_compress_args *a, int64_t t, float *normed) {
     int nope_dims = 512 - KVC_ROPE_DIMS;
     float nope_bf16[512];
-    for (int d = 0; d < nope_dims; d++) nope_bf16[d] = kvc_f32_from_bf16(kvc_bf16_from_f32(normed[d]));
+    for (int d = 0; d < nope_dims; d++) nope_bf16[d] = kvc_f32_from_bf16(ref_bf16(normed[d]));
+    if (ref_deviates(KVC_DEV_ROPE_ON_ROUNDED))
+        for (int d = nope_dims; d < 512; d++) normed[d] = kvc_f32_from_bf16(ref_bf16(normed[d]));
     int64_t cos_row = kvc_rope_row(a->positions[t], a->compress_ratio);
+    if (ref_deviates(KVC_DEV_ROPE_ROW_P) && a->positions[t] < a->cos_sin_rows) cos_row = a->positions[t];
     ref_rope(normed + nope_dims, a->cos_sin + cos_row * KVC_ROPE_DIMS);
     int64_t slot = a->kv_slot_mapping[t];
     ref_store_ds_mla(nope_bf16, normed + nope_dims, kvc_ds_mla_token(&a->kv_cache, slot), kvc_ds_mla_scales(&a->kv_cache, slot));
@@ -56,24 +62,27 @@ static void store_main(const kvc_v4_compress_args *a, int64_t t, float *normed) 
 static void store_indexer(const kvc_v4_compress_args *a, int64_t t, float *normed) {
     int nope_dims = 128 - KVC_ROPE_DIMS;
     int64_t cos_row = kvc_rope_row(a->positions[t], a->compress_ratio);
+    if (ref_deviates(KVC_DEV_ROPE_ROW_P) && a->positions[t] < a->cos_sin_rows) cos_row = a->positions[t];
     ref_rope(normed + nope_dims, a->cos_sin + cos_row * KVC_ROPE_DIMS);
     float z[128];
     float magnitude = 1e-4f;
     for (int d = 0; d < 128; d++) {
-        z[d] = kvc_f32_from_bf16(kvc_bf16_from_f32(normed[d]));
+        z[d] = kvc_f32_from_bf16(ref_bf16(normed[d]));
         magnitude = kvc_max_nan(magnitude, fabsf(z[d]));
     }
     kvc_block_scale scale = kvc_block_scale_from_quotient(magnitude / KVC_FP8_MAX);
+    if (ref_deviating()) scale = ref_deviant_block_scale(z, 128, scale);
     float multiplier = kvc_scale_multiplier(scale);
     int64_t slot = a->kv_slot_mapping[t];
     uint8_t *codes = kvc_indexer_token(&a->kv_cache, slot);
-    for (int d = 0; d < 128; d++) codes[d] = kvc_fp8_from_f32(kvc_clamp_fp8_range(z[d] * multiplier));
+    for (int d = 0; d < 128; d++) codes[d] = ref_fp8_code(z[d] * multiplier);
     kvc_store_f32(kvc_indexer_scale(&a->kv_cache, slot), kvc_scale_value(scale));
 }
 
 int ref_v4_compress(const kvc_v4_compress_args *a, kvc_error *err) {
     int rc = kvc_validate_v4_compress(a, err);
     if (rc) return rc;
+    if (ref_deviates(KVC_DEV_STATE_SLOT_IGNORED)) return ref_deviant_v4_compress(a, err);
     float pooled[MAX_HEAD_DIM], normed[MAX_HEAD_DIM];
     for (int64_t t = 0; t < a->num_tokens; t++) {
         /* Only closing tokens with both slots valid produce a row. */

@@ -5,6 +5,7 @@
 #include "kvcmp/layout.h"
 #include "kvcmp/validate.h"
 #include "kvcmp/reference.h"
+#include "reference/deviations.h"
 
 int ref_v4_save_partial_states(const kvc_v4_save_args *a, kvc_error *err) {
     int rc = kvc_validate_v4_save(a, err);
@@ -17,9 +18,13 @@ int ref_v4_save_partial_states(const kvc_v4_save_args *a, kvc_error *err) {
         const float *ape_row = a->ape + (a->positions[t] % a->compress_ratio) * width;
         /* The kv half is copied bit for bit. */
         memcpy(state_row, a->kv + t * width, (size_t)width * 4);
+        if (ref_deviates(KVC_DEV_SAVE_KV_NAN_CANONICAL))
+            for (int64_t i = 0; i < width; i++) state_row[i] = kvc_canonical_f32(state_row[i]);
         /* The score half: one fp32 add per element. */
         for (int64_t i = 0; i < width; i++)
             state_row[width + i] = kvc_canonical_f32(a->score[t * width + i] + ape_row[i]);
+        if (ref_deviates(KVC_DEV_SAVE_NAN_PAYLOAD_KEPT))
+            for (int64_t i = 0; i < width; i++) state_row[width + i] = a->score[t * width + i] + ape_row[i];
     }
     return KVC_OK;
 }

@@ -47,6 +47,9 @@
 #define DEFAULT_INVALID_PER_MILLE KVC_GEN_DEFAULT_INVALID_PER_MILLE
 #define DEFAULT_METAMORPHIC_PER_MILLE 60
 #define DEFAULT_MAX_PER_SIGNATURE 3
+/* What a minimal case's diagnosis may spend on pairs of deviations (the
+ * single ones always run: a few dozen reference calls). */
+#define DIAGNOSIS_PAIR_SECONDS 2.0
 
 typedef struct {
     uint64_t seed;
@@ -199,6 +202,13 @@ static void save_case(const fuzz_options *o, const kvc_gen_case *g, int64_t inde
     if (m->save_failed) snprintf(m->saved, sizeof m->saved, "%.390s", error);
 }
 
+/* The pairs' share of a diagnosis: it runs in the shrinking phase, which
+ * the parent cuts at --shrink-seconds + 2 x --timeout. */
+static double diagnosis_seconds(const fuzz_options *o) {
+    double t = o->limits.timeout_seconds;
+    return t > 0 && t / 2 < DIAGNOSIS_PAIR_SECONDS ? t / 2 : DIAGNOSIS_PAIR_SECONDS;
+}
+
 /* Shrink, add the reference's outputs and save; the path goes to m->saved. */
 static void shrink_and_save(worker *w, kvc_gen_case *g, int64_t index, uint64_t salt, const kvc_fuzz_verdict *v, message *m) {
     shrink_context ctx = {.target = &w->target, .salt = salt, .signature_key = m->signature.key};
@@ -223,6 +233,9 @@ static void shrink_and_save(worker *w, kvc_gen_case *g, int64_t index, uint64_t 
     kvc_fuzz_verdict final;
     kvc_fuzz_outcome outcome = kvc_fuzz_check_case(&w->target, &g->c, salt, &final);
     const kvc_fuzz_conditions *k = outcome == KVC_FUZZ_FAIL ? &final.conditions : &v->conditions;
+    /* The minimal case names its bug: the catalogue's deviations, run on it. */
+    if (outcome == KVC_FUZZ_FAIL) kvc_fuzz_signature_diagnose(&w->target, &g->c, &final, diagnosis_seconds(w->o), &m->signature);
+    if (m->signature.diagnosed) cJSON_AddStringToObject(meta, "explained_by", m->signature.explained_by);
     cJSON_AddItemToObject(meta, "replay", replay_object(k));
     m->page_padding = k->page_padding;
     free(g->c.meta_json);
@@ -525,6 +538,7 @@ static void on_saved(campaign *c, const message *m) {
              policy_name(c->o->policy), (long long)m->page_padding, m->saved);
     kvc_signature_entry *e = kvc_signature_list_find(&c->signatures, f ? f->result.signature.key : m->signature.key);
     if (e) kvc_signature_list_saved(e, m->index, m->tokens_after, m->saved, repro);
+    kvc_signature_list_explain(&c->signatures, f ? f->result.signature.key : m->signature.key, &m->signature);
     clear_progress(c);
     printf("  shrunk case %lld from %lld to %lld tokens, saved to %s\n  __REPRO: %s\n", (long long)m->index, (long long)m->tokens_before,
            (long long)m->tokens_after, m->saved, repro);
@@ -622,7 +636,7 @@ static void print_summary(campaign *c, double elapsed) {
     if (!c->failures) return;
     printf("fuzz: %d distinct failure%s, each listed above with the command that regenerates its first case and the one that "
            "replays its smallest saved case; shrunk cases are under %s (each replayed by the __REPRO line of its signature)\n",
-           c->signatures.count, c->signatures.count == 1 ? "" : "s", c->o->save_dir[0] ? c->o->save_dir : "(not saved: --save was empty)");
+           kvc_signature_list_distinct(&c->signatures), kvc_signature_list_distinct(&c->signatures) == 1 ? "" : "s", c->o->save_dir[0] ? c->o->save_dir : "(not saved: --save was empty)");
     /* A folder the user named is already where they keep cases. */
     if (!c->o->save_dir[0] || c->o->save_dir != c->o->default_save_dir) return;
     const char *example = NULL;
@@ -695,7 +709,7 @@ static cJSON *summary_json(campaign *c, double elapsed) {
     if (c->interrupted) cJSON_AddStringToObject(root, "signal", c->interrupted == SIGINT ? "SIGINT" : "SIGTERM");
     cJSON_AddNumberToObject(root, "workers_lost", c->workers_lost);
     if (c->broken[0]) cJSON_AddStringToObject(root, "unaccounted", c->broken);
-    cJSON_AddNumberToObject(root, "distinct_failures", c->signatures.count);
+    cJSON_AddNumberToObject(root, "distinct_failures", kvc_signature_list_distinct(&c->signatures));
     cJSON_AddNumberToObject(root, "max_failures_per_signature", o->max_per_signature);
     cJSON_AddItemToObject(root, "signatures", kvc_signature_list_json(&c->signatures));
     cJSON_AddItemToObject(root, "coverage", kvc_coverage_json(&c->coverage));
@@ -736,10 +750,19 @@ static void write_json(campaign *c, double elapsed) {
 }
 
 /* The first listed failure of a signature, or NULL (beyond the list). */
-static const failure *first_listed(const campaign *c, const char *key) {
+static const failure *first_listed(campaign *c, const kvc_signature_entry *e) {
     for (int i = 0; i < c->num_failures_listed; i++)
-        if (strcmp(c->failures_list[i].result.signature.key, key) == 0) return &c->failures_list[i];
+        if (kvc_signature_list_find(&c->signatures, c->failures_list[i].result.signature.key) == e) return &c->failures_list[i];
     return NULL;
+}
+
+/* A JUnit failure message: the diagnosis first, then the difference. */
+static void diagnosed_message(const kvc_signature_entry *e, const char *detail, char *out, size_t size) {
+    char explanation[600];
+    kvc_explanation_text(e->signature.explained_by, explanation, sizeof explanation);
+    if (explanation[0]) snprintf(out, size, "explained by: %s; %s", explanation, detail);
+    else if (e->signature.diagnosed) snprintf(out, size, "unexplained by the deviation catalogue; %s", detail);
+    else snprintf(out, size, "%s", detail);
 }
 
 /* The verdict for CI: a failed testcase per failure signature, with its
@@ -756,15 +779,17 @@ static int write_junit(campaign *c, double elapsed) {
     /* One failed testcase per signature, not per failing case: one bug
      * is one red line however many cases show it.  Its message is the
      * difference its first listed case showed. */
-    for (int i = 0; i < c->signatures.count; i++) {
+    for (int i = 0, number = 0; i < c->signatures.count; i++) {
         const kvc_signature_entry *e = &c->signatures.entries[i];
-        const failure *x = first_listed(c, e->signature.key);
-        char classname[96], text[KVC_SIGNATURE_TEXT + 1200];
+        if (e->group != i) continue;   /* listed with the entry it was merged into */
+        const failure *x = first_listed(c, e);
+        char classname[96], text[KVC_SIGNATURE_TEXT + 1200], message[1400];
         snprintf(classname, sizeof classname, "fuzz.%s", x ? kvc_variant(x->result.variant)->name : e->signature.stage);
-        kvc_signature_entry_text(i + 1, e, text, sizeof text);
+        kvc_signature_entry_text(++number, e, text, sizeof text);
         size_t n = strlen(text);
         if (x && x->saved[0] == '(') snprintf(text + n, sizeof text - n, "  case %lld saved: %s\n", (long long)x->result.index, x->saved);
-        kvc_junit_fail(j, classname, e->signature.key, 0, e->signature.check, x ? x->result.detail : e->signature.key, text);
+        diagnosed_message(e, x ? x->result.detail : e->signature.key, message, sizeof message);
+        kvc_junit_fail(j, classname, e->signature.key, 0, e->signature.check, message, text);
     }
     if (c->broken[0]) kvc_junit_fail(j, "fuzz.campaign", "every case run once", 0, "accounting", c->broken, c->broken);
     for (int v = 0; v < kvc_variant_count(); v++) {
@@ -991,7 +1016,7 @@ static void read_message(supervisor *s, int job) {
         m.kind[sizeof m.kind - 1] = m.detail[sizeof m.detail - 1] = m.saved[sizeof m.saved - 1] = m.rule[sizeof m.rule - 1] = 0;
         m.signature.key[sizeof m.signature.key - 1] = m.signature.stage[sizeof m.signature.stage - 1] = 0;
         m.signature.check[sizeof m.signature.check - 1] = m.signature.cause[sizeof m.signature.cause - 1] = 0;
-        m.signature.regions[sizeof m.signature.regions - 1] = 0;
+        m.signature.regions[sizeof m.signature.regions - 1] = m.signature.explained_by[sizeof m.signature.explained_by - 1] = 0;
         m.coverage.rule = NULL;
         char why[300];
         if (!protocol_error(s, job, &m, why, sizeof why)) { on_message(s, job, &m); return; }
@@ -1310,10 +1335,12 @@ static void fill_summary(const campaign *c, double elapsed, kvc_campaign_summary
     snprintf(s->save_dir, sizeof s->save_dir, "%s", c->o->save_dir);
     s->signatures = calloc((size_t)(c->signatures.count ? c->signatures.count : 1), sizeof *s->signatures);
     if (!s->signatures) return;
-    s->num_signatures = c->signatures.count;
     for (int i = 0; i < c->signatures.count; i++) {
         const kvc_signature_entry *e = &c->signatures.entries[i];
-        kvc_campaign_signature *out = &s->signatures[i];
+        if (e->group != i) continue;
+        kvc_campaign_signature *out = &s->signatures[s->num_signatures++];
+        snprintf(out->explained_by, sizeof out->explained_by, "%s", e->signature.explained_by);
+        out->diagnosed = e->signature.diagnosed;
         snprintf(out->key, sizeof out->key, "%s", e->signature.key);
         snprintf(out->stage, sizeof out->stage, "%s", e->signature.stage);
         snprintf(out->check, sizeof out->check, "%s", e->signature.check);

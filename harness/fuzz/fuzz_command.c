@@ -10,6 +10,7 @@
 #include "harness/fuzz/dimensions.h"
 #include "harness/fuzz/supervise.h"
 #include "harness/options/options.h"
+#include "kvcmp/deviations.h"
 #include "kvcmp/campaign.h"
 #include "kvcmp/generate.h"
 
@@ -40,6 +41,9 @@ static void usage(FILE *out) {
             "  Each failure gets a signature (stage, check, regions, cause class); --max-failures N\n"
             "  (default 10) stops the campaign once N distinct signatures are in; --max-failures-per-\n"
             "  signature N (default 3) prints, shrinks and saves the first N failures of each.\n"
+            "  Each shrunk case is diagnosed: the deviations of the catalogue (--list), alone or in\n"
+            "  pairs, whose outputs equal the candidate's bytes explain it (\"explained by: NAME (SPEC\n"
+            "  place)\"), and failures explained by a shared deviation are one signature.\n"
             "  --geometry-pool N (default 4 for a py: candidate, else 0 = off) draws each case's page\n"
             "  padding from N values fixed per campaign, so a kernel that compiles per page stride\n"
             "  (Triton constexprs, torch.compile) compiles a few times, not per case; it trades\n"
@@ -99,6 +103,9 @@ static int parse_options(int argc, char **argv, kvc_campaign_options *o, const c
         for (int v = 0; v < kvc_variant_count(); v++) printf("  %s\n", kvc_variant(v)->name);
         printf("value families (--family):\n");
         for (int f = 0; f < KVC_FAM_COUNT; f++) printf("  %s\n", kvc_family_name(f));
+        printf("deviations (what a signature is explained by; --candidate deviation:NAME plants one):\n");
+        for (int d = 0; d < kvc_deviation_count(); d++)
+            printf("  %-32s %-18s %s\n", kvc_deviation_name(d), kvc_deviation_spec(d), kvc_deviation_description(d));
         return KVC_OPTIONS_HELP;
     }
     o->shard_index = shard[0];

@@ -134,6 +134,16 @@ static int add_signature(merged *m, const cJSON *item, const char *path, char *e
                                      string_of(item, "minimal_repro") ? string_of(item, "minimal_repro") : "");
         }
     }
+    /* The shards' diagnoses: entries that share a deviation are one signature here too. */
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(item, "diagnosed"))) {
+        kvc_fuzz_signature diagnosis = {.diagnosed = 1};
+        const cJSON *name;
+        size_t n = 0;
+        cJSON_ArrayForEach(name, cJSON_GetObjectItemCaseSensitive(item, "explained_by"))
+            if (cJSON_IsString(name) && n < sizeof diagnosis.explained_by)
+                n += (size_t)snprintf(diagnosis.explained_by + n, sizeof diagnosis.explained_by - n, "%s%s", n ? "," : "", name->valuestring);
+        kvc_signature_list_explain(&m->list, key, &diagnosis);
+    }
     return 0;
 }
 
@@ -373,7 +383,9 @@ int kvc_cmd_merge(int argc, char **argv) {
             rc = 2;
         }
     if (rc == 0) {
+        kvc_signature_list_compact(&m.list);
         qsort(m.list.entries, (size_t)m.list.count, sizeof *m.list.entries, compare_entries);
+        for (int i = 0; i < m.list.count; i++) m.list.entries[i].group = i;   /* each listed where it now is */
         qsort(m.shards, (size_t)m.num_shards, sizeof *m.shards, compare_ints);
         char shards[600];
         shards_text(&m, shards, sizeof shards);

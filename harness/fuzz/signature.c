@@ -4,6 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <omp.h>
+
+#include "kvcmp/deviations.h"
 #include "kvcmp/validate.h"
 
 /* The stage whose output holds the first failing element: a forward's
@@ -56,6 +59,29 @@ void kvc_fuzz_signature_of_lost(const kvc_case *c, const char *kind, const char 
     snprintf(s->check, sizeof s->check, "%s", kind);
     snprintf(s->cause, sizeof s->cause, "%s", cause);
     make_key(s);
+}
+
+void kvc_fuzz_signature_diagnose(const kvc_fuzz_target *target, const kvc_case *c, const kvc_fuzz_verdict *v, double seconds,
+                                 kvc_fuzz_signature *s) {
+    if (strcmp(v->kind, "bytes") != 0 && strcmp(v->kind, "status") != 0) return;
+    kvc_run_options options = {.page_padding = v->conditions.page_padding, .canary = v->conditions.canary};
+    kvc_run_result candidate;
+    memset(&candidate, 0, sizeof candidate);
+    omp_set_num_threads(v->conditions.threads > 0 ? v->conditions.threads : 1);
+    kvc_run_case(target->candidate, c, &options, &candidate);
+    kvc_diagnosis d;
+    kvc_diagnose(c, &options, &candidate, seconds, &d);
+    kvc_run_result_free(&candidate);
+    size_t n = 0;
+    s->explained_by[0] = 0;
+    for (int i = 0; i < d.count && n < sizeof s->explained_by; i++) {
+        char name[100];
+        kvc_diagnosis_name(&d, i, name, sizeof name);
+        /* Whole names only: a list cut in a name would name another deviation. */
+        if (n + strlen(name) + 2 > sizeof s->explained_by) break;
+        n += (size_t)snprintf(s->explained_by + n, sizeof s->explained_by - n, "%s%s", n ? "," : "", name);
+    }
+    s->diagnosed = 1;
 }
 
 uint64_t kvc_fuzz_signature_hash(const char *key) {

@@ -21,6 +21,9 @@ typedef struct {
     char regions[120];        /* "NoPE code+scale byte", "" when no comparison */
     char cause[64];           /* "scale floor", "NaN to fp8" ... or "" */
     char key[200];            /* what failures are grouped by */
+    int diagnosed;            /* the deviations were run on a (minimal) case */
+    char explained_by[120];   /* the deviations that explain it, comma-separated
+                                 ("bf16-half-away", a pair "a+b"); "" none */
 } kvc_fuzz_signature;
 
 /* The signature of a failing verdict on case c. */
@@ -29,6 +32,13 @@ void kvc_fuzz_signature_of(const kvc_case *c, const kvc_fuzz_verdict *v, kvc_fuz
  * "timeout" or "memory", cause how it ended ("signal 11", "exit status
  * 3", or ""). */
 void kvc_fuzz_signature_of_lost(const kvc_case *c, const char *kind, const char *cause, kvc_fuzz_signature *s);
+/* Runs the catalogue of deviations (include/kvcmp/deviations.h) on case
+ * c, which failed as verdict v under the target's candidate: fills
+ * s->explained_by and sets s->diagnosed.  Only byte and status failures
+ * are diagnosed (a deviation is a wrong result, not a thread or page
+ * dependence); the pairs get at most `seconds`. */
+void kvc_fuzz_signature_diagnose(const kvc_fuzz_target *target, const kvc_case *c, const kvc_fuzz_verdict *v, double seconds,
+                                 kvc_fuzz_signature *s);
 /* 64-bit FNV-1a of the key, never 0 (0 marks a free slot of a table). */
 uint64_t kvc_fuzz_signature_hash(const char *key);
 

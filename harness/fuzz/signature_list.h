@@ -24,8 +24,16 @@ typedef struct {
  * the first), or INT32_MAX when the table is full. */
 int kvc_signature_claim(kvc_signature_claims *claims, const char *key);
 
+/* An entry per byte-class key (raw_key, what the workers claim and the
+ * shrinker keeps).  A diagnosed entry explained by deviations is listed
+ * under "explained by NAMES"; entries whose explanations share a
+ * deviation are one signature: all but the first point to it (group)
+ * and are not listed. */
 typedef struct {
     kvc_fuzz_signature signature;
+    char raw_key[200];
+    int group;                      /* the entry that lists this one's failures */
+    char stages[160];               /* the stages of the entries merged into it, "+"-joined */
     int64_t count;
     int64_t first_case;
     char first_repro[800];          /* regenerates the first case */
@@ -42,7 +50,22 @@ typedef struct {
 
 /* The entry of s (added with count 0 and first_case `index` if new). */
 kvc_signature_entry *kvc_signature_list_get(kvc_signature_list *list, const kvc_fuzz_signature *s, int64_t index);
+/* The entry that lists the failures of byte-class key `key`. */
 kvc_signature_entry *kvc_signature_list_find(kvc_signature_list *list, const char *key);
+/* The diagnosis of a failure of byte-class key `key` (the worker's
+ * kvc_fuzz_signature_diagnose): the first names its entry's explanation
+ * (later ones narrow it to the deviations they share); an explained
+ * entry is merged with every listed entry whose explanation shares a
+ * deviation. */
+void kvc_signature_list_explain(kvc_signature_list *list, const char *key, const kvc_fuzz_signature *diagnosed);
+/* Listed signatures (entries not merged into another). */
+int kvc_signature_list_distinct(const kvc_signature_list *list);
+/* Drops the entries merged into others (their byte-class keys are no
+ * longer found): every entry is then listed, and may be reordered. */
+void kvc_signature_list_compact(kvc_signature_list *list);
+/* "bf16-half-away (SPEC 1 bf16), a+b (SPEC ...; SPEC ...)" for an
+ * explained_by list. */
+void kvc_explanation_text(const char *explained_by, char *out, size_t size);
 /* A saved case of the signature; kept as the minimal one when it has
  * fewer tokens than the one so far. */
 void kvc_signature_list_saved(kvc_signature_entry *e, int64_t index, int64_t tokens, const char *dir, const char *repro);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "harness/compare/causes.h"
+#include "kvcmp/deviations.h"
 #include "kvcmp/validate.h"
 
 /* The outside output NAME, as the tensor NAME.got of the case. */
@@ -150,6 +151,9 @@ int kvc_outside_status_verdict(const kvc_case *c, const kvc_outside_status *stat
     return 0;
 }
 
+/* What a differing case's diagnosis may spend on pairs of deviations. */
+#define OUTSIDE_DIAGNOSIS_SECONDS 2.0
+
 int kvc_compare_outside(const kvc_case *c, const kvc_outside_status *status, kvc_policy policy, kvc_compare_report *report,
                         char *detail, size_t size) {
     memset(report, 0, sizeof *report);
@@ -190,7 +194,9 @@ int kvc_compare_outside(const kvc_case *c, const kvc_outside_status *status, kvc
         char causes[300] = "";
         kvc_cause_counts(c, &ref, &got, counts);
         kvc_cause_summary(counts, causes, sizeof causes);
-        snprintf(detail, size, "%s; first: %s%s%s", summary, report->has_first ? report->first : "-", causes[0] ? "; causes: " : "", causes);
+        snprintf(detail, size, "%s; first: %s%s%s; ", summary, report->has_first ? report->first : "-", causes[0] ? "; causes: " : "", causes);
+        size_t n = strlen(detail);
+        kvc_diagnose_clause(c, &run, &got, OUTSIDE_DIAGNOSIS_SECONDS, detail + n, size - n);
     } else {
         snprintf(detail, size, "%s", summary[0] ? summary : "bit-exact");
     }

@@ -15,6 +15,7 @@
 #include "harness/fuzz/supervise.h"
 #include "kvcmp/validate.h"
 #include "kvcmp/backends.h"
+#include "kvcmp/deviations.h"
 #include "harness/options/options.h"
 #include "harness/backends/pyworker.h"
 #include "harness/fuzz/run.h"
@@ -123,6 +124,9 @@ static int known_difference(const char *dir, const kvc_case *c, const kvc_replay
     return 1;
 }
 
+/* What a failing case's diagnosis may spend on pairs of deviations. */
+#define REPLAY_DIAGNOSIS_SECONDS 2.0
+
 /* Runs a loaded case and judges it: the verdict, with why in detail. */
 static int judge_case(const char *dir, const kvc_case *c, const kvc_replay_options *options, char *detail, size_t size,
                       kvc_compare_report *report) {
@@ -159,8 +163,10 @@ static int judge_case(const char *dir, const kvc_case *c, const kvc_replay_optio
             int64_t counts[KVC_CAUSE_COUNT];
             difference_counts(c, options, &result, counts);
             kvc_cause_summary(counts, causes, sizeof causes);
-            snprintf(detail, size, "%s; first: %s%s%s", summary, report->has_first ? report->first : "-", causes[0] ? "; causes: " : "",
+            snprintf(detail, size, "%s; first: %s%s%s; ", summary, report->has_first ? report->first : "-", causes[0] ? "; causes: " : "",
                      causes);
+            size_t n = strlen(detail);
+            kvc_diagnose_clause(c, &run, &result, REPLAY_DIAGNOSIS_SECONDS, detail + n, size - n);
         } else {
             snprintf(detail, size, "%s", summary[0] ? summary : "bit-exact");
             if (k.present) verdict = kvc_replay_check_conditions(options->backend, c, &run, &k, &result, options->policy, detail, size);

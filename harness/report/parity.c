@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kvcmp/deviations.h"
 #include "kvcmp/formats.h"
 #include "harness/report/parity.h"
 #include "harness/report/oracle.h"
@@ -127,6 +128,37 @@ static kvc_parity_group *count_case(kvc_parity_report *report, const kvc_case *c
     return g;
 }
 
+/* What a differing case's diagnosis may spend on pairs of deviations. */
+#define PARITY_DIAGNOSIS_SECONDS 1.0
+
+/* Which deviations write the other side's bytes (`other`: the case's
+ * tensors with suffix .out or .got), counted in the case's group. */
+static void diagnose_case(kvc_parity_group *g, const kvc_case *c, const kvc_run_result *result, const char *suffix) {
+    kvc_run_result other;
+    memset(&other, 0, sizeof other);
+    for (int i = 0; i < result->num_outputs; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "%.40s.%s", result->outputs[i].name, suffix);
+        const kvc_array *a = kvc_case_get(c, name);
+        if (!a) return;
+        other.outputs[i] = result->outputs[i];
+        other.outputs[i].array = *a;   /* borrowed from the case */
+        other.num_outputs++;
+    }
+    kvc_run_options options = {.canary = 0xA5};
+    kvc_diagnosis d;
+    if (!kvc_diagnose(c, &options, &other, PARITY_DIAGNOSIS_SECONDS, &d)) { g->unexplained_cases++; return; }
+    for (int i = 0; i < d.count; i++) {
+        char name[100];
+        kvc_diagnosis_name(&d, i, name, sizeof name);
+        int k = 0;
+        while (k < g->num_explanations && strcmp(g->explanation[k], name) != 0) k++;
+        if (k == KVC_PARITY_EXPLANATIONS) continue;
+        if (k == g->num_explanations) snprintf(g->explanation[g->num_explanations++], sizeof g->explanation[k], "%s", name);
+        g->explained_cases[k]++;
+    }
+}
+
 /* The other side is the case's NAME.out tensors (an upstream case) or,
  * with an outside status, the outside outputs NAME.got. */
 static void add_case(kvc_parity_report *report, const kvc_case *c, const char *dir, const kvc_outside_status *outside) {
@@ -171,6 +203,7 @@ static void add_case(kvc_parity_report *report, const kvc_case *c, const char *d
         }
         walk_output(&w, c, result.outputs[i].name, other, &result.outputs[i].array);
     }
+    if (w.differs && status == KVC_OK) diagnose_case(g, c, &result, outside ? "got" : "out");
     kvc_run_result_free(&result);
     if (!w.differs) { g->cases_identical++; report->cases_identical++; }
     else if (!g->first_differing[0]) snprintf(g->first_differing, sizeof g->first_differing, "%s", dir);

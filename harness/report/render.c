@@ -375,6 +375,15 @@ static void parity_markdown(FILE *f, const kvc_parity_report *r, const char *whe
                 fprintf(f, "| %s | %s | %s (`%s`) | %lld | %s | `build/kvcmp replay --impl ref --policy exact %s` |\n", r->groups[i].source,
                         r->groups[i].stage, kvc_parity_cause_name(c), kvc_cause_slug(c), (long long)r->groups[i].causes[c],
                         r->groups[i].example[c], r->groups[i].example_dir[c]);
+    fprintf(f, "\n## Diagnosis\n\nThe deviations of the catalogue (include/kvcmp/deviations.h) whose outputs equal the upstream "
+               "bytes of a differing case exactly, alone or in pairs; a case may fit several.\n\n"
+               "| source | stage | explained by | cases |\n|---|---|---|---:|\n");
+    for (int i = 0; i < r->num_groups; i++) {
+        const kvc_parity_group *g = &r->groups[i];
+        for (int k = 0; k < g->num_explanations; k++)
+            fprintf(f, "| %s | %s | %s | %d |\n", g->source, g->stage, g->explanation[k], g->explained_cases[k]);
+        if (g->unexplained_cases) fprintf(f, "| %s | %s | (unexplained) | %d |\n", g->source, g->stage, g->unexplained_cases);
+    }
     fprintf(f, "\n## Distance histograms (differing rows only)\n\n");
     for (int i = 0; i < r->num_groups; i++) {
         const kvc_parity_group *g = &r->groups[i];
@@ -552,6 +561,9 @@ static cJSON *parity_json(const kvc_parity_report *r, const char *when) {
         cJSON *causes = cJSON_AddObjectToObject(o, "causes");
         for (int c = 0; c < KVC_CAUSE_COUNT; c++)
             if (g->causes[c]) cJSON_AddNumberToObject(causes, kvc_parity_cause_name(c), (double)g->causes[c]);
+        cJSON *explained = cJSON_AddObjectToObject(o, "explained_by");
+        for (int k = 0; k < g->num_explanations; k++) cJSON_AddNumberToObject(explained, g->explanation[k], g->explained_cases[k]);
+        cJSON_AddNumberToObject(o, "unexplained_cases", g->unexplained_cases);
         cJSON *by_slug = cJSON_AddArrayToObject(o, "cause_list");
         for (int c = 0; c < KVC_CAUSE_COUNT; c++) {
             if (!g->causes[c]) continue;

@@ -124,6 +124,7 @@ void kvc_precision_variant_free(kvc_precision_variant *v);
 
 #define KVC_PARITY_DIST_BINS 12   /* 0, 1, 2, 3-4, 5-8, ..., >512, NaN */
 
+#define KVC_PARITY_EXPLANATIONS 12
 typedef struct {
     char source[64];
     char stage[64];           /* stage name plus D/R, e.g. "v4.compress D=512 R=4" */
@@ -135,6 +136,12 @@ typedef struct {
     char example[KVC_CAUSE_COUNT][240];   /* one case + element per cause */
     char example_dir[KVC_CAUSE_COUNT][240];   /* that case's directory, for its repro line */
     char first_differing[240];            /* the first case of the group that differs */
+    /* The diagnosis of its differing cases (include/kvcmp/deviations.h):
+     * how many each explanation names, and those none does. */
+    int num_explanations;
+    char explanation[KVC_PARITY_EXPLANATIONS][100];   /* "bf16-half-away", a pair "a+b" */
+    int explained_cases[KVC_PARITY_EXPLANATIONS];
+    int unexplained_cases;
 } kvc_parity_group;
 
 typedef struct {

@@ -5,7 +5,9 @@
  * worker processes (per-case timeout and memory limit, a dead worker
  * replaced and its case saved), groups failures by signature (stage,
  * check, cause class), shrinks the first few of each signature keeping
- * the signature, saves them under the output directory with __REPRO
+ * the signature, diagnoses each shrunk case against the catalogue of
+ * deviations (kvcmp/deviations.h: failures explained by one deviation
+ * are one signature, "explained by NAME"), saves them under the output directory with __REPRO
  * lines, and writes the JSON and JUnit summaries.  `kvcmp fuzz`, the
  * Python package (`kvcmp.fuzz`, `python -m kvcmp fuzz`) and CI recipes
  * all run this one engine.
@@ -63,6 +65,9 @@ typedef struct {
     int64_t minimal_tokens;
     char minimal_saved[400];    /* the smallest saved case's directory */
     char minimal_repro[900];    /* replays it */
+    int diagnosed;              /* the deviation catalogue ran on its minimal case */
+    char explained_by[120];     /* the deviations whose outputs equal the candidate's there,
+                                   comma-separated (a pair "a+b"); "" when none */
 } kvc_campaign_signature;
 
 typedef struct {

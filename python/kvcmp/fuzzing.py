@@ -80,6 +80,9 @@ class Signature:
         self.tokens = entry.get("minimal_tokens")
         self.saved = entry.get("minimal_saved")
         self.repro = entry.get("minimal_repro")
+        # The deviations (kvcmp/deviations.h) whose outputs equal the
+        # candidate's on the minimal case; [] when none does or none ran.
+        self.explained_by = list(entry.get("explained_by", []))
 
     def __repr__(self):
         return "Signature(%r, count=%d, saved=%r)" % (self.key, self.count, self.saved)
@@ -116,6 +119,8 @@ class FuzzSummary:
             "" if self.failures == 1 else "s", len(self.signatures), "" if len(self.signatures) == 1 else "s")]
         for i, s in enumerate(self.signatures, 1):
             lines.append("  [%d] %s  (%d failure%s)" % (i, s.key, s.count, "" if s.count == 1 else "s"))
+            if s.explained_by:
+                lines.append("      explained by: %s" % ", ".join(s.explained_by))
             lines.append("      __REPRO: %s" % s.first_repro)
             if s.saved:
                 lines.append("      smallest saved case (%s tokens): %s" % (s.tokens, s.saved))

@@ -34,6 +34,8 @@ def test_planted_bit_found_shrunk_saved_and_replayed(tmp_path, kvcmp_bin):
     assert result.exit_code == 1 and len(result.signatures) == 1, result.output
     s = result.signatures[0]
     assert (s.stage, s.check) == ("v41.rope_plain_insert", "bytes") and s.saved and s.tokens <= 6, s
+    # No deviation of the catalogue flips one bit at position 5: diagnosed, unexplained.
+    assert s.explained_by == [] and "unexplained:" in result.output, result.output
     assert re.search(r"-m kvcmp fuzz --seed 3 --only \d+ --candidate py:\S+candidates.py:rope_bit_flipped_at_position_5", s.first_repro)
     saved = kvcmp.load_case(s.saved)
     assert saved.meta["failure"] == "bytes" and "kv_cache.out" in saved.tensors

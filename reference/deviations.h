@@ -1,0 +1,125 @@
+/* The catalogue of deviations (include/kvcmp/deviations.h): bugs kernel
+ * authors write, each a switch that the reference's steps consult.  With
+ * no deviation active (the default) every switch is off and the
+ * reference is the contract; a variant backend turns one or two on for
+ * the calls it makes (reference/deviations.c), so a variant is the same
+ * step functions with one step done the wrong way, never a copy.
+ *
+ * X(ID, name, SPEC.md place, what the variant does, in SPEC.md's terms). */
+#ifndef KVCMP_REFERENCE_DEVIATIONS_H
+#define KVCMP_REFERENCE_DEVIATIONS_H
+
+#include <stdint.h>
+
+#include "kvcmp/formats.h"
+#include "kvcmp/kvcmp.h"
+
+#define KVC_DEVIATION_LIST(X)                                                                                                      \
+    X(WINDOW_EARLY, "window-starts-early", "SPEC 4.2 window",                                                                      \
+      "the window starts one row early: entry w is position q = p - coff*R + w, so the token itself is left out")                  \
+    X(WINDOW_LATE, "window-starts-late", "SPEC 4.2 window",                                                                        \
+      "the window starts one row late: entry w is position q = p - coff*R + 2 + w, so its oldest entry is left out")               \
+    X(R4_HALVES_SWAPPED, "r4-halves-swapped", "SPEC 4.2 window",                                                                   \
+      "for R = 4 the previous group reads the second half (h = D) and the current group the first (h = 0)")                        \
+    X(STATE_SLOT_IGNORED, "state-slot-ignored", "SPEC 4.2",                                                                        \
+      "a closing token with a negative state slot (slot_mapping[t] < 0) is still compressed")                                      \
+    X(SOFTMAX_UNFUSED, "softmax-unfused", "SPEC 4.2 step 2", "acc = acc + e * kv_w, two roundings, instead of fma(e, kv_w, acc)") \
+    X(SOFTMAX_REVERSED, "softmax-reversed", "SPEC 4.2 step 2", "the window is summed in decreasing w instead of increasing w")     \
+    X(EXP_VIA_EXP2, "exp-via-exp2", "SPEC 1 exp", "exp(x) is exp2(x * log2(e)) with the product rounded to fp32, not the correctly rounded exponential")          \
+    X(SUMSQ_SEQUENTIAL, "sumsq-sequential", "SPEC 4.2 step 4",                                                                     \
+      "the sum of squares is one accumulator over d = 0, 1, 2 ... instead of 16 lanes folded by halving")                          \
+    X(SUMSQ_REVERSED, "sumsq-reversed", "SPEC 4.2 step 4", "the sum of squares is one accumulator over d = D-1, D-2 ... 0")        \
+    X(SUMSQ_PAIRWISE, "sumsq-pairwise", "SPEC 4.2 step 4",                                                                         \
+      "the sum of squares adds rounded squares v*v pairwise (d with d + D/2, halving) instead of 16 fma lanes")                     \
+    X(EPS_AFTER_SQRT, "eps-after-sqrt", "SPEC 4.2 step 5", "inv = 1 / (sqrt(sumsq / D) + eps): eps added after the square root")  \
+    X(RSQRT_ROUNDED_ONCE, "rsqrt-rounded-once", "SPEC 4.2 step 5",                                                                 \
+      "inv = rsqrt(sumsq / D + eps) rounded once, instead of a rounded sqrt and then a rounded division")                          \
+    X(NORM_WEIGHT_FIRST, "norm-weight-first", "SPEC 4.2 step 6", "normed[d] = pooled[d] * (inv * weight[d]) instead of (pooled[d] * inv) * weight[d]") \
+    X(ROPE_UNFUSED, "rope-unfused", "SPEC 4.2 step 7", "RoPE rounds each product and the sum separately instead of using fma")    \
+    X(ROPE_HALVES, "rope-halves", "SPEC 4.2 step 7",                                                                               \
+      "RoPE rotates the pairs (x[i], x[i+32]) (halves, NeoX style) instead of the interleaved (x[2i], x[2i+1])")                    \
+    X(ROPE_INVERSE, "rope-inverse", "SPEC 4.2 step 7",                                                                             \
+      "RoPE rotates by -angle: x_e' = fma(x_e, c, x_o * s), x_o' = fma(x_o, c, -(x_e * s))")                                       \
+    X(ROPE_ROW_P, "rope-row-p", "SPEC 4.2 step 7", "RoPE uses cos_sin row p instead of the group start (p / R) * R")               \
+    X(ROPE_ON_ROUNDED, "rope-on-rounded", "SPEC 4.2 step 8",                                                                       \
+      "RoPE takes the bf16-rounded normed values of the D = 512 store instead of the un-rounded fp32 ones")                        \
+    X(BF16_TRUNCATION, "bf16-truncation", "SPEC 1 bf16", "bf16(x) keeps the upper 16 bits (truncation) instead of rounding to nearest even") \
+    X(BF16_HALF_AWAY, "bf16-half-away", "SPEC 1 bf16", "bf16(x) rounds ties away from zero instead of to even")                   \
+    X(BF16_SUBNORMALS_FLUSHED, "bf16-subnormals-flushed", "SPEC 1 bf16", "bf16(x) of a subnormal x is a signed zero")              \
+    X(BF16_NAN_PAYLOAD_KEPT, "bf16-nan-payload-kept", "SPEC 1 bf16",                                                               \
+      "bf16(NaN) keeps the NaN's sign and upper payload bits (quieted) instead of 0x7FC0")                                         \
+    X(BF16_NEGATIVE_ZERO_FLUSHED, "bf16-negative-zero-flushed", "SPEC 1 bf16", "bf16(-0) is +0 (0x0000) instead of 0x8000")        \
+    X(FP8_TRUNCATION, "fp8-truncation", "SPEC 1 fp8", "fp8(x) truncates towards zero instead of rounding to nearest even")        \
+    X(FP8_SUBNORMALS_FLUSHED, "fp8-subnormals-flushed", "SPEC 1 fp8", "fp8(x) below the smallest normal 2^-6 is a signed zero")    \
+    X(FP8_NEGATIVE_ZERO_FLUSHED, "fp8-negative-zero-flushed", "SPEC 1 fp8", "a zero fp8 code is always 0x00: -0 and negative underflows lose their sign") \
+    X(FP8_NAN_SIGN_KEPT, "fp8-nan-sign-kept", "SPEC 1 fp8", "fp8(NaN) keeps the NaN's sign: a negative NaN becomes 0xFF instead of 0x7F") \
+    X(FP8_NO_SATURATION, "fp8-no-saturation", "SPEC 5.3", "fp8 codes are rounded without the clamp to [-448, 448], so magnitudes above 464 become NaN") \
+    X(CLAMP_NAN_TO_MINUS_448, "clamp-nan-to-minus-448", "SPEC 1 clamp",                                                          \
+      "clamp(x, -448, 448) is min(max(x, -448), 448) with IEEE max and min, so NaN becomes -448 (0xFE) instead of NaN")            \
+    X(CLAMP_NAN_TO_PLUS_448, "clamp-nan-to-plus-448", "SPEC 1 clamp",                                                            \
+      "clamp(x, -448, 448) is max(min(x, 448), -448) with IEEE max and min, so NaN becomes +448 (0x7E) instead of NaN")            \
+    X(MAX_X86_ORDER, "max-x86-order", "SPEC 1 max",                                                                                \
+      "max(a, b) in steps 1 and 9 is a > b ? a : b (x86 maxps), so a NaN survives only as the last operand instead of propagating") \
+    X(BLOCK_MAX_DROPS_NAN, "block-max-drops-nan", "SPEC 4.2 step 9",                                                               \
+      "the block magnitude a = max |y_j| skips NaN values instead of propagating them")                                            \
+    X(SCALE_FLOOR_AFTER_DIVISION, "scale-floor-after-division", "SPEC 4.2 step 9",                                                 \
+      "the 1e-4 floor is applied to q = a / 448 instead of to a before the division")                                              \
+    X(SCALE_EXPONENT_FLOOR, "scale-exponent-floor", "SPEC 4.2 step 9", "the scale exponent is floor(log2(q)) instead of ceil")      \
+    X(SCALE_EXPONENT_ROUND, "scale-exponent-round", "SPEC 4.2 step 9",                                                             \
+      "the scale exponent is log2(q) rounded to the nearest integer instead of ceil")                                               \
+    X(SAVE_NAN_PAYLOAD_KEPT, "save-nan-payload-kept", "SPEC 4.1 S2",                                                               \
+      "a NaN score sum keeps its own sign and payload instead of the canonical 0x7FC00000")                                        \
+    X(SAVE_KV_NAN_CANONICAL, "save-kv-nan-canonical", "SPEC 4.1 S1",                                                              \
+      "the kv half of a state row turns NaNs into 0x7FC00000 instead of copying their bits")                                        \
+    X(RING_ROW_P, "ring-row-p", "SPEC 5.1 R = 2", "a chunk's first token pools with ring row p mod CAP instead of (p - 1) mod CAP") \
+    X(RING_STORED_BEFORE_READS, "ring-stored-before-reads", "SPEC 5.1 ring store",                                                 \
+      "the ring rows are stored before the pooling reads of the call instead of after all of them")                                \
+    X(RING_TAIL_SKIPPED_AFTER_PADDING, "ring-tail-skipped-after-padding", "SPEC 5.1 ring store",                                   \
+      "a request whose chunk starts with a padding token (slot < 0) stores no ring rows")                                          \
+    X(PLAIN_FP8_DIVIDES, "plain-fp8-divides", "SPEC 5.3", "the fp8 plain row stores fp8(clamp(v / scale)) instead of fp8(clamp(v * r)) with r = 1 / scale rounded") \
+    X(PLAIN_FP8_SKIPS_BF16, "plain-fp8-skips-bf16", "SPEC 5.3",                                                                   \
+      "the fp8 plain row quantises the rotated fp32 value instead of its bf16 rounding v")
+
+typedef enum {
+    KVC_DEV_NONE = 0,
+#define KVC_DEVIATION_ENUM(id, name, spec, text) KVC_DEV_##id,
+    KVC_DEVIATION_LIST(KVC_DEVIATION_ENUM)
+#undef KVC_DEVIATION_ENUM
+    KVC_DEV_END
+} kvc_deviation_id;
+
+/* The deviations the calling thread's reference applies (KVC_DEV_NONE:
+ * none); set only around a variant's calls (ref_deviation_call). */
+extern _Thread_local kvc_deviation_id ref_active_deviations[2];
+
+static inline int ref_deviates(kvc_deviation_id d) {
+    return ref_active_deviations[0] == d || ref_active_deviations[1] == d;
+}
+/* 1 when any deviation is active: the format steps check this first. */
+static inline int ref_deviating(void) { return ref_active_deviations[0] != KVC_DEV_NONE; }
+
+/* The deviating versions of the steps (reference/deviations.c); the
+ * reference calls them only when ref_deviating(), and each returns the
+ * contract's value (passed in where it has one) when none of its
+ * deviations is active. */
+uint16_t ref_deviant_bf16(float x);
+uint8_t ref_deviant_fp8_code(float x);
+float ref_deviant_exp(float x);
+float ref_deviant_window_max(const float *window_score, int entries, float contract);
+void ref_deviant_window(const float **window_kv, const float **window_score, int entries);
+int64_t ref_deviant_window_position(const kvc_v4_compress_args *a, int64_t req, int64_t q, int64_t p);
+float ref_deviant_sum_of_squares(const float *v, int n, float contract);
+float ref_deviant_inverse_rms(float sum_of_squares, int head_dim, float eps, float contract);
+void ref_deviant_rope_halves(float *rope_dims, const float *cos_sin_row);
+kvc_block_scale ref_deviant_block_scale(const float *y, int n, kvc_block_scale contract);
+uint8_t ref_deviant_plain_fp8(float x, uint16_t rounded, float scale, float inverse_scale);
+int ref_deviant_v4_compress(const kvc_v4_compress_args *a, kvc_error *err);
+
+/* bf16(x) (SPEC.md 1) as the reference rounds it. */
+static inline uint16_t ref_bf16(float x) { return ref_deviating() ? ref_deviant_bf16(x) : kvc_bf16_from_f32(x); }
+/* fp8(clamp(x, -448, 448)) (SPEC.md 1) as the reference stores it. */
+static inline uint8_t ref_fp8_code(float x) {
+    return ref_deviating() ? ref_deviant_fp8_code(x) : kvc_fp8_from_f32(kvc_clamp_fp8_range(x));
+}
+
+#endif

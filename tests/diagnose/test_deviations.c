@@ -1,0 +1,354 @@
+/* The catalogue of deviations (reference/deviations.c), the diagnosis of
+ * a failing case (harness/diagnose/diagnose.c) and the signatures it
+ * names (harness/fuzz/signature_list.c).
+ *
+ * The closing test is issue 21's: every deviation, planted as the
+ * candidate (`--candidate deviation:NAME`, the reference with that one
+ * switch on), is found by a short default campaign at a fixed seed and
+ * listed as exactly one signature, explained by its own name. */
+#include <cjson/cJSON.h>
+#include <libgen.h>
+#include <sys/wait.h>
+
+#include "tests/test_support.h"
+
+#include <criterion/parameterized.h>
+
+#include "cli/commands.h"
+#include "harness/fuzz/run.h"
+#include "harness/fuzz/signature.h"
+#include "harness/fuzz/signature_list.h"
+#include "kvcmp/backends.h"
+#include "kvcmp/deviations.h"
+
+/* ---- the catalogue ------------------------------------------------------ */
+
+Test(deviations, every_entry_has_a_unique_name_a_spec_place_and_a_sentence) {
+    int n = kvc_deviation_count();
+    cr_assert_geq(n, 30);
+    for (int i = 0; i < n; i++) {
+        const char *name = kvc_deviation_name(i);
+        cr_assert_not_null(name);
+        cr_expect_eq(kvc_deviation_find(name), i, "%s is found at another index", name);
+        cr_expect_eq(strncmp(kvc_deviation_spec(i), "SPEC ", 5), 0, "%s: spec place '%s'", name, kvc_deviation_spec(i));
+        cr_expect_gt(strlen(kvc_deviation_description(i)), 20u, "%s has no sentence", name);
+        const kvc_backend *b = kvc_deviation_backend(i);
+        cr_assert_not_null(b);
+        char expected[128];
+        snprintf(expected, sizeof expected, "deviation:%s", name);
+        cr_expect_str_eq(b->name, expected);
+    }
+    cr_expect_null(kvc_deviation_name(n));
+    cr_expect_null(kvc_deviation_spec(-1));
+    cr_expect_null(kvc_deviation_description(n));
+    cr_expect_null(kvc_deviation_backend(-1));
+    cr_expect_eq(kvc_deviation_find("no-such-deviation"), -1);
+}
+
+Test(deviations, fuzz_list_prints_the_catalogue) {
+    char *list[] = {"--list"};
+    captured_run run = support_capture(kvc_cmd_fuzz, 1, list);
+    cr_expect_eq(run.status, 0);
+    cr_expect(strstr(run.out, "deviations (what a signature is explained by; --candidate deviation:NAME plants one):\n") != NULL, "%s", run.out);
+    for (int i = 0; i < kvc_deviation_count(); i++) {
+        char line[400];
+        snprintf(line, sizeof line, "  %-32s %-18s %s\n", kvc_deviation_name(i), kvc_deviation_spec(i), kvc_deviation_description(i));
+        cr_expect(strstr(run.out, line) != NULL, "--list lacks %s", kvc_deviation_name(i));
+    }
+    support_free_run(&run);
+}
+
+Test(deviations, backend_by_name) {
+    char error[256] = "";
+    const kvc_backend *b = kvc_backend_by_name("deviation:bf16-half-away", error, sizeof error);
+    cr_assert_not_null(b, "%s", error);
+    cr_expect_eq(b, kvc_deviation_backend(kvc_deviation_find("bf16-half-away")));
+    cr_expect_null(kvc_backend_by_name("deviation:bf16-sideways", error, sizeof error));
+    cr_expect(strstr(error, "unknown deviation 'bf16-sideways' (kvcmp fuzz --list names them)") != NULL, "%s", error);
+}
+
+Test(deviations, activate_shifts_a_lone_second_and_reports_the_previous_pair) {
+    int previous[2];
+    kvc_deviation_activate(-1, 3, NULL);
+    kvc_deviation_activate(5, 7, previous);
+    cr_expect_eq(previous[0], 3);
+    cr_expect_eq(previous[1], -1);
+    kvc_deviation_activate(-1, -1, previous);
+    cr_expect_eq(previous[0], 5);
+    cr_expect_eq(previous[1], 7);
+    kvc_deviation_activate(-1, -1, previous);
+    cr_expect_eq(previous[0], -1);
+}
+
+/* ---- diagnosis of one case ---------------------------------------------- */
+
+/* The reference's run of c with deviations first and second on: a
+ * candidate with those bugs. */
+static void planted_run(int first, int second, const kvc_case *c, kvc_run_result *r) {
+    kvc_run_options options = {.canary = 0xA5};
+    memset(r, 0, sizeof *r);
+    cr_assert_eq(kvc_deviation_run_case(first, second, c, &options, r), KVC_OK, "%s", r->error.message);
+}
+
+static int explains(const kvc_diagnosis *d, const char *name) {
+    for (int i = 0; i < d->count; i++) {
+        char text[200];
+        kvc_diagnosis_name(d, i, text, sizeof text);
+        if (strcmp(text, name) == 0) return 1;
+    }
+    return 0;
+}
+
+Test(diagnose, a_single_deviation_is_named_and_the_contract_explains_nothing) {
+    kvc_case c;
+    support_make_case("v41.rope_plain_insert/bf16", KVC_FAM_NORMAL, 1, 0, &c);
+    kvc_run_options options = {.canary = 0xA5};
+    int truncation = kvc_deviation_find("bf16-truncation");
+    kvc_run_result candidate;
+    planted_run(truncation, -1, &c, &candidate);
+    kvc_diagnosis d;
+    cr_assert_geq(kvc_diagnose(&c, &options, &candidate, 0, &d), 1);
+    cr_expect(explains(&d, "bf16-truncation"));
+    cr_expect_eq(d.singles_run, kvc_deviation_count());
+    cr_expect_eq(d.pairs_run, 0);
+    char text[300];
+    kvc_diagnosis_text(&d, 0, text, sizeof text);
+    cr_expect(strstr(text, "(SPEC 1 bf16)") != NULL, "%s", text);
+    kvc_run_result_free(&candidate);
+    /* The contract's own bytes: no deviation explains a difference that is not there. */
+    planted_run(-1, -1, &c, &candidate);
+    cr_expect_eq(kvc_diagnose(&c, &options, &candidate, 0, &d), 0);
+    kvc_diagnosis_name(&d, 0, text, sizeof text);
+    cr_expect_str_eq(text, "");
+    kvc_diagnosis_text(&d, -1, text, sizeof text);
+    cr_expect_str_eq(text, "");
+    kvc_run_result_free(&candidate);
+    kvc_case_free(&c);
+}
+
+Test(diagnose, two_bugs_at_once_are_named_as_a_pair_within_the_time_allowed) {
+    kvc_case c;
+    /* R = 2: a closing position p is odd, so its RoPE row p - 1 differs from p. */
+    for (int64_t index = 0;; index++) {
+        support_make_case("v41.rope_plain_insert/bf16", KVC_FAM_NORMAL, 1, index, &c);
+        if (c.compress_ratio == 2) break;
+        kvc_case_free(&c);
+        cr_assert_lt(index, 50, "no R = 2 case among the first 50");
+    }
+    kvc_run_options options = {.canary = 0xA5};
+    kvc_run_result candidate;
+    planted_run(kvc_deviation_find("bf16-truncation"), kvc_deviation_find("rope-row-p"), &c, &candidate);
+    kvc_diagnosis d;
+    cr_assert_geq(kvc_diagnose(&c, &options, &candidate, 0, &d), 1);
+    cr_expect(explains(&d, "rope-row-p+bf16-truncation") || explains(&d, "bf16-truncation+rope-row-p"));
+    cr_expect_gt(d.pairs_run, 0);
+    cr_expect_eq(d.out_of_time, 0);
+    char text[300];
+    kvc_diagnosis_text(&d, 0, text, sizeof text);
+    cr_expect(strstr(text, " + ") && strstr(text, "(SPEC 4.2 step 7)") && strstr(text, "(SPEC 1 bf16)"), "%s", text);
+    /* No time for pairs: said so, and nothing named. */
+    cr_expect_eq(kvc_diagnose(&c, &options, &candidate, 1e-9, &d), 0);
+    cr_expect_eq(d.out_of_time, 1);
+    kvc_run_result_free(&candidate);
+    kvc_case_free(&c);
+}
+
+Test(diagnose, a_status_difference_is_compared_by_status) {
+    kvc_case c;
+    support_make_case("v41.rope_plain_insert/bf16", KVC_FAM_NORMAL, 1, 0, &c);
+    kvc_run_options options = {.canary = 0xA5};
+    kvc_run_result rejected = {.status = KVC_ERR_PARAM};
+    kvc_diagnosis d;
+    /* Every variant runs this case: none is a candidate that rejects it. */
+    cr_expect_eq(kvc_diagnose(&c, &options, &rejected, 0, &d), 0);
+    kvc_case_free(&c);
+}
+
+Test(diagnose, only_byte_and_status_failures_are_diagnosed) {
+    kvc_case c;
+    support_make_case("v41.rope_plain_insert/bf16", KVC_FAM_NORMAL, 1, 0, &c);
+    kvc_fuzz_target target = {.reference = &kvc_reference_backend, .candidate = kvc_deviation_backend(kvc_deviation_find("bf16-truncation")),
+                              .threads = 1};
+    kvc_fuzz_verdict v;
+    memset(&v, 0, sizeof v);
+    snprintf(v.kind, sizeof v.kind, "threads");
+    kvc_fuzz_signature s;
+    memset(&s, 0, sizeof s);
+    kvc_fuzz_signature_diagnose(&target, &c, &v, 1, &s);
+    cr_expect_eq(s.diagnosed, 0);
+    snprintf(v.kind, sizeof v.kind, "bytes");
+    kvc_fuzz_signature_diagnose(&target, &c, &v, 1, &s);
+    cr_expect_eq(s.diagnosed, 1);
+    cr_expect(strstr(s.explained_by, "bf16-truncation") != NULL, "%s", s.explained_by);
+    kvc_case_free(&c);
+}
+
+/* ---- signatures grouped by what explains them ------------------------------ */
+
+static kvc_fuzz_signature raw(const char *stage, const char *key, const char *regions) {
+    kvc_fuzz_signature s;
+    memset(&s, 0, sizeof s);
+    snprintf(s.stage, sizeof s.stage, "%s", stage);
+    snprintf(s.check, sizeof s.check, "bytes");
+    snprintf(s.key, sizeof s.key, "%s", key);
+    snprintf(s.regions, sizeof s.regions, "%s", regions);
+    return s;
+}
+
+static kvc_fuzz_signature diagnosis(const char *explained_by) {
+    kvc_fuzz_signature s;
+    memset(&s, 0, sizeof s);
+    s.diagnosed = 1;
+    snprintf(s.explained_by, sizeof s.explained_by, "%s", explained_by);
+    return s;
+}
+
+Test(signature_groups, failures_explained_by_a_shared_deviation_are_one_signature) {
+    kvc_signature_list list = {0};
+    kvc_fuzz_signature a = raw("v4.compress", "v4.compress bytes: last bit", "NoPE code"),
+                       b = raw("v41.save_compress_norm", "v41.save_compress_norm bytes: last bit", "latent value"),
+                       u = raw("v4.compress", "v4.compress bytes: wrong values", "scale byte");
+    kvc_signature_list_get(&list, &a, 3)->count += 2;
+    kvc_signature_list_get(&list, &b, 1)->count += 1;
+    kvc_signature_list_get(&list, &u, 5)->count += 4;
+    cr_expect_eq(kvc_signature_list_distinct(&list), 3);
+    kvc_fuzz_signature da = diagnosis("bf16-truncation,bf16-half-away"), db = diagnosis("bf16-half-away"), none = diagnosis("");
+    kvc_signature_list_explain(&list, a.key, &da);
+    kvc_signature_list_explain(&list, b.key, &db);
+    kvc_signature_list_explain(&list, u.key, &none);
+    cr_expect_eq(kvc_signature_list_distinct(&list), 2);
+    kvc_signature_entry *e = kvc_signature_list_find(&list, b.key);
+    cr_assert_eq(e, kvc_signature_list_find(&list, a.key));
+    cr_expect_str_eq(e->signature.key, "explained by bf16-half-away");
+    cr_expect_str_eq(e->signature.explained_by, "bf16-half-away");
+    cr_expect_eq(e->count, 3);
+    cr_expect_eq(e->first_case, 1);
+    cr_expect_str_eq(e->stages, "v4.compress+v41.save_compress_norm");
+    cr_expect_str_eq(e->signature.regions, "NoPE code+latent value");
+    /* A later failure of a merged byte class counts towards the group. */
+    kvc_signature_list_get(&list, &b, 9)->count++;
+    cr_expect_eq(e->count, 4);
+    /* A later diagnosis that shares nothing leaves the first standing;
+     * one without a diagnosis, or of an unknown key, changes nothing. */
+    kvc_signature_list_explain(&list, a.key, &none);
+    kvc_fuzz_signature undiagnosed = {0};
+    kvc_signature_list_explain(&list, a.key, &undiagnosed);
+    kvc_signature_list_explain(&list, "no such key", &da);
+    cr_expect_str_eq(e->signature.explained_by, "bf16-half-away");
+
+    char path[] = "/tmp/kvcmp-groups-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    FILE *f = fdopen(fd, "w+");
+    kvc_signature_list_print(f, &list);
+    fflush(f);
+    char *text = support_read_file(path);
+    cr_expect(strstr(text, "distinct failures (signatures): 2\n") != NULL, "%s", text);
+    cr_expect(strstr(text, "[1] explained by bf16-half-away  (4 failures; stages: v4.compress+v41.save_compress_norm;") != NULL, "%s", text);
+    cr_expect(strstr(text, "      explained by: bf16-half-away (SPEC 1 bf16)\n") != NULL, "%s", text);
+    cr_expect(strstr(text, "[2] v4.compress bytes: wrong values  (4 failures; regions: scale byte)\n      unexplained: ") != NULL, "%s", text);
+    free(text);
+    fclose(f);
+    unlink(path);
+
+    cJSON *array = kvc_signature_list_json(&list);
+    cr_assert_eq(cJSON_GetArraySize(array), 2);
+    cJSON *first = cJSON_GetArrayItem(array, 0), *second = cJSON_GetArrayItem(array, 1);
+    cJSON *names = cJSON_GetObjectItem(first, "explained_by");
+    cr_assert_eq(cJSON_GetArraySize(names), 1);
+    cr_expect_str_eq(cJSON_GetArrayItem(names, 0)->valuestring, "bf16-half-away");
+    cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItem(second, "explained_by")), 0);
+    cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(second, "diagnosed")));
+    cJSON_Delete(array);
+    kvc_signature_list_free(&list);
+}
+
+Test(signature_groups, a_later_entry_merges_into_the_first_listed_one) {
+    kvc_signature_list list = {0};
+    kvc_fuzz_signature a = raw("v4.compress", "k-a", ""), b = raw("v4.compress", "k-b", "RoPE value"), c = raw("v4.compress", "k-c", "");
+    kvc_signature_list_get(&list, &a, 7)->count++;
+    kvc_signature_list_get(&list, &b, 2)->count++;
+    kvc_signature_list_get(&list, &c, 4)->count++;
+    kvc_signature_list_saved(kvc_signature_list_find(&list, b.key), 2, 5, "dir-b", "replay dir-b");
+    /* b is explained first, then a (listed before it) by the same deviation:
+     * b's failures, its minimal case included, move to a. */
+    kvc_fuzz_signature d = diagnosis("rope-row-p"), pair = diagnosis("rope-row-p+bf16-truncation");
+    kvc_signature_list_explain(&list, b.key, &d);
+    kvc_signature_list_explain(&list, a.key, &d);
+    kvc_signature_list_explain(&list, c.key, &pair);
+    kvc_signature_entry *e = kvc_signature_list_find(&list, b.key);
+    cr_expect_eq(e, &list.entries[0]);
+    cr_expect_eq(e->count, 2);
+    cr_expect_eq(e->first_case, 2);
+    cr_expect_eq(e->minimal_case, 2);
+    cr_expect_str_eq(e->minimal_saved, "dir-b");
+    cr_expect_eq(kvc_signature_list_distinct(&list), 2);
+    char text[300];
+    kvc_explanation_text("rope-row-p+bf16-truncation,no-such-deviation", text, sizeof text);
+    cr_expect_str_eq(text, "rope-row-p+bf16-truncation (SPEC 4.2 step 7;SPEC 1 bf16), no-such-deviation (?)");
+    kvc_signature_list_free(&list);
+}
+
+/* ---- every deviation, planted, found and named by a campaign ---------------- */
+
+/* The kvcmp of the test binary's own build (BUILD/asan/unit-tests runs
+ * BUILD/kvcmp): the campaigns run optimised, as a user runs them. */
+static void kvcmp_binary(char *out, size_t size) {
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    cr_assert(n > 0);
+    self[n] = 0;
+    snprintf(out, size, "%s/kvcmp", dirname(dirname(self)));
+    if (!support_file_exists(out)) cr_skip_test("%s not built (make test builds it)", out);
+}
+
+ParameterizedTestParameters(planted_deviation, is_one_signature_explained_by_its_name) {
+    static int indices[128];
+    int n = kvc_deviation_count();
+    for (int i = 0; i < n; i++) indices[i] = i;
+    return cr_make_param_array(int, indices, (size_t)n);
+}
+
+/* The default mix of stages and value families, seed 1, 400 cases. */
+ParameterizedTest(int *index, planted_deviation, is_one_signature_explained_by_its_name, .timeout = 120) {
+    const char *name = kvc_deviation_name(*index);
+    char binary[4096], dir[64], out[128], json[160], candidate[128], log[160];
+    kvcmp_binary(binary, sizeof binary);
+    support_temp_dir(dir, sizeof dir);
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(json, sizeof json, "%s/summary.json", dir);
+    snprintf(log, sizeof log, "%s/log.txt", dir);
+    snprintf(candidate, sizeof candidate, "deviation:%s", name);
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        dup2(fd, STDOUT_FILENO);
+        dup2(fd, STDERR_FILENO);
+        char *argv[] = {binary, "fuzz", "--candidate", candidate, "--seed", "1", "--cases", "400", "--jobs", "2", "--shrink-seconds", "2",
+                        "--quiet", "--out", out, "--json", json, NULL};
+        execv(binary, argv);
+        _exit(127);
+    }
+    int status = 0;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    char *output = support_read_file(log);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 1, "%s: kvcmp fuzz did not report failures (status %d):\n%s", name, status, output);
+    char *text = support_read_file(json);
+    cJSON *summary = cJSON_Parse(text);
+    cr_assert_not_null(summary);
+    cJSON *signatures = cJSON_GetObjectItem(summary, "signatures");
+    cr_expect_eq(cJSON_GetArraySize(signatures), 1, "%s: %d signatures:\n%s", name, cJSON_GetArraySize(signatures), output);
+    cJSON *names = cJSON_GetObjectItem(cJSON_GetArrayItem(signatures, 0), "explained_by");
+    int own = 0;
+    for (int i = 0; i < cJSON_GetArraySize(names); i++) own |= strcmp(cJSON_GetArrayItem(names, i)->valuestring, name) == 0;
+    cr_expect(own, "%s: not explained by its own name:\n%s", name, output);
+    char line[200];
+    snprintf(line, sizeof line, "%s (%s)", name, kvc_deviation_spec(*index));
+    const char *explained = strstr(output, "      explained by: ");
+    cr_expect(explained && strstr(explained, line), "%s: the summary lacks 'explained by: ... %s':\n%s", name, line, output);
+    cJSON_Delete(summary);
+    free(text);
+    free(output);
+    support_remove_tree(dir);
+}
