@@ -116,3 +116,14 @@ int kvc_plain_name(const char *name) {
         if ((unsigned char)name[i] < 0x20 || name[i] == 0x7F) return 0;
     return 1;
 }
+
+int kvc_output_target_refused(const char *path, char *why, size_t size) {
+    struct stat st;
+    if (lstat(path, &st) != 0) return 0;
+    if (S_ISLNK(st.st_mode)) {
+        snprintf(why, size, "%s is a symbolic link (kvcmp never writes through one: remove it or give another path)", path);
+        return 1;
+    }
+    if (S_ISDIR(st.st_mode)) { snprintf(why, size, "%s is a folder, not a file", path); return 1; }
+    return 0;
+}

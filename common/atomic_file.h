@@ -43,6 +43,11 @@ void kvc_atomic_abort(kvc_atomic_file *a);
 /* text and a newline, through open and commit. */
 int kvc_atomic_write_text(const char *path, const char *text, char *error, size_t error_size);
 
+/* 1, with why, when path cannot be an output file whatever its folder:
+ * it is a symbolic link or a folder.  Checked by commands before a long
+ * run, so that the run is not lost to a refusal at its end. */
+int kvc_output_target_refused(const char *path, char *why, size_t size);
+
 /* Appends " (HINT)" to an error message: what to do next. */
 void kvc_error_hint(char *error, size_t error_size, const char *hint);
 

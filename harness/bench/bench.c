@@ -24,6 +24,7 @@
 #include "optimized/optimized.h"
 #include "harness/bench/bench.h"
 #include "cli/commands.h"
+#include "common/atomic_file.h"
 
 #define DEFAULT_RUNS 15
 #define DEFAULT_REFERENCE_RUNS 5
@@ -434,9 +435,8 @@ static int load_impls(const bench_options *o, bench_run *run, const kvc_backend 
 static int writable(const char *path, char *why, size_t size) {
     struct stat st;
     if (path[0] == 0) { snprintf(why, size, "takes a file name, not ''"); return 0; }
+    if (kvc_output_target_refused(path, why, size)) return 0;
     if (lstat(path, &st) == 0) {
-        if (S_ISLNK(st.st_mode)) { snprintf(why, size, "%s is a symbolic link (kvcmp never writes through one: remove it or give another path)", path); return 0; }
-        if (S_ISDIR(st.st_mode)) { snprintf(why, size, "%s is a folder, not a file", path); return 0; }
         if (access(path, W_OK) != 0) { snprintf(why, size, "cannot write %s: %s", path, strerror(errno)); return 0; }
         return 1;
     }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "common/atomic_file.h"
 #include "harness/fuzz/coverage.h"
 #include "harness/fuzz/dimensions.h"
 #include "harness/fuzz/supervise.h"
@@ -108,6 +109,11 @@ static int parse_options(int argc, char **argv, kvc_campaign_options *o, const c
             printf("  %-32s %-18s %s\n", kvc_deviation_name(d), kvc_deviation_spec(d), kvc_deviation_description(d));
         return KVC_OPTIONS_HELP;
     }
+    char why[4300];
+    if (o->json_path && o->json_path[0] && kvc_output_target_refused(o->json_path, why, sizeof why))
+        return kvc_usage_error(&line, "--json: %s", why);
+    if (o->junit_path && kvc_output_target_refused(o->junit_path, why, sizeof why))
+        return kvc_usage_error(&line, "--junit: %s", why);
     o->shard_index = shard[0];
     o->shard_count = shard[1];
     o->cases = seconds_given > cases_given ? -1 : cases;

@@ -121,6 +121,29 @@ Test(cli_fuzz, unwritable_json_is_reported) {
     support_free_run(&run);
 }
 
+/* A link or a folder at --json or --junit is refused before the campaign
+ * runs (usage error, nothing run), not after it at the write. */
+Test(cli_fuzz, output_links_and_folders_refused_before_running) {
+    char dir[] = "/tmp/kvcmp-fuzz-links-XXXXXX";
+    cr_assert(mkdtemp(dir));
+    char link_path[256], target[256];
+    snprintf(target, sizeof target, "%s/victim", dir);
+    snprintf(link_path, sizeof link_path, "%s/summary.json", dir);
+    cr_assert_eq(symlink(target, link_path), 0);
+    char *json_argv[] = {"--cases", "5", "--candidate", "ref", "--json", link_path, "--quiet"};
+    captured_run run = run_fuzz(ARGC(json_argv), json_argv);
+    cr_expect_eq(run.status, 2, "exit status %d", run.status);
+    expect_contains(run.err, "--json: ", "stderr");
+    expect_contains(run.err, "summary.json is a symbolic link", "stderr");
+    cr_expect_null(strstr(run.out, "fuzz: 5 cases"), "the campaign ran: %s", run.out);
+    support_free_run(&run);
+    cr_expect(!support_file_exists(target), "the link's target was created");
+    char *junit_argv[] = {"--cases", "5", "--candidate", "ref", "--junit", dir, "--json", "", "--quiet"};
+    expect_fuzz_usage_error(ARGC(junit_argv), junit_argv, "is a folder, not a file");
+    unlink(link_path);
+    rmdir(dir);
+}
+
 /* A planted bug, when make mutants has built it: the campaign must fail,
  * print FAIL with a __REPRO line, save the shrunk case and list it. */
 Test(cli_fuzz, mutant_candidate_fails_and_is_saved, .timeout = 120) {

@@ -74,7 +74,7 @@ def test_failure_kinds(tmp_path):
     assert result.failures == len(accepted), result.report()
     result = kvcmp.fuzz(candidates.writes_padding, stages="v4.compress", cases=2, out=str(tmp_path), quiet=True)
     assert [(s.check, s.cause, s.count) for s in result.signatures] == [("exception", "PaddingTouched", 2)]
-    result = kvcmp.fuzz(candidates.correct, stages="v4.save", seconds=0.5, out=str(tmp_path), quiet=True)
+    result = kvcmp.fuzz(candidates.correct, stages="v4.save", seconds=3, out=str(tmp_path), quiet=True)
     assert result.ok and result.cases > 0 and result.cases_per_second > 0
 
 
