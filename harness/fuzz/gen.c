@@ -735,7 +735,8 @@ static int even_state_row(int64_t row, int64_t page_rows) { return page_rows % 2
  *   as 2^-150) with a kv about 1/e, so e * kv is as large as the odd rows'
  *   terms; odd rows take an exp boundary score (or 0) with a kv near +-1
  *   that cancels against the others. */
-static void shape_row(gen *g, float *kv, float *score, int64_t width, int even, int zero_phase) {
+static int64_t shape_row(gen *g, float *kv, float *score, int64_t width, int even, int zero_phase) {
+    int64_t paired = 0;
     for (int64_t i = 0; i < width; i++) {
         if (g->family == KVC_FAM_ISOLATED_EDGES) {
             if ((i % g->head_dim) % 8 == zero_phase) kv[i] = kvc_f32_from_bits(0x80000000u);
@@ -746,36 +747,38 @@ static void shape_row(gen *g, float *kv, float *score, int64_t width, int even, 
             int k = (int)(-s * 1.44269504f) - (int)kvc_rng_range(g->r, 0, 6);
             score[i] = s;
             kv[i] = random_sign(g->r, ldexpf(0.5f + 0.5f * kvc_rng_unit(g->r), k > 127 ? 127 : k));
+            paired++;
         } else if (!even && kvc_rng_chance(g->r, 1, 2)) {
             int64_t n = (int64_t)(sizeof exp_boundaries / sizeof *exp_boundaries);
             score[i] = kvc_rng_chance(g->r, 1, 2) ? 0.0f : (float)exp_boundaries[kvc_rng_below(g->r, n)];
             kv[i] = random_sign(g->r, scaled(g->r, 1.0f + scaled(g->r, normal(g->r), -20, -8), -4, 4));
         }
     }
+    return paired;
 }
 
 /* The isolated_edges and cross_magnitude families' rows: V4 kv/score
  * and state rows, V4.1 kv_score and ring rows. */
 static void shape_edge_rows(gen *g) {
     kvc_case *c = g->c;
-    int zero_phase = (int)kvc_rng_below(g->r, 8), scored = 0;
+    int zero_phase = (int)kvc_rng_below(g->r, 8);
+    int64_t paired = 0;   /* cross_magnitude's underflow and huge-kv pairs */
     kvc_array *positions = kvc_case_get(c, "positions"), *kv = kvc_case_get(c, "kv"), *score = kvc_case_get(c, "score");
     kvc_array *rows = kvc_case_get(c, "kv_score"), *state = kvc_case_get(c, "state_cache");
     const int64_t *p = positions->data;
     if (g->family == KVC_FAM_CROSS_MAGNITUDE && !state && (!rows || rows->shape[1] == 512)) return;   /* nothing pooled */
-    for (int64_t t = 0; kv && score && t < kv->shape[0]; t++, scored = 1)
-        shape_row(g, (float *)kv->data + t * kv->shape[1], (float *)score->data + t * kv->shape[1], kv->shape[1], p[t] % 2 == 0,
+    for (int64_t t = 0; kv && score && t < kv->shape[0]; t++)
+        paired += shape_row(g, (float *)kv->data + t * kv->shape[1], (float *)score->data + t * kv->shape[1], kv->shape[1], p[t] % 2 == 0,
                   zero_phase);
     for (int64_t t = 0; rows && t < rows->shape[0]; t++) {
         float *row = (float *)rows->data + t * rows->shape[1];
-        scored |= rows->shape[1] == 1024;
-        shape_row(g, row, rows->shape[1] == 1024 ? row + 512 : NULL, 512, p[t] % 2 == 0, zero_phase);
+        paired += shape_row(g, row, rows->shape[1] == 1024 ? row + 512 : NULL, 512, p[t] % 2 == 0, zero_phase);
     }
     int64_t half = state ? state->shape[2] / 2 : 0;
-    for (int64_t r = 0; state && r < state->shape[0] * state->shape[1]; r++, scored = 1)
-        shape_row(g, (float *)state->data + r * 2 * half, (float *)state->data + r * 2 * half + half, half,
+    for (int64_t r = 0; state && r < state->shape[0] * state->shape[1]; r++)
+        paired += shape_row(g, (float *)state->data + r * 2 * half, (float *)state->data + r * 2 * half + half, half,
                   even_state_row(r, state->shape[1]), zero_phase);
-    g->dimensions |= g->family == KVC_FAM_ISOLATED_EDGES ? KVC_DIM_ISOLATED_EDGES : scored ? KVC_DIM_CROSS_MAGNITUDE : 0;
+    g->dimensions |= g->family == KVC_FAM_ISOLATED_EDGES ? KVC_DIM_ISOLATED_EDGES : paired ? KVC_DIM_CROSS_MAGNITUDE : 0;
 }
 
 /* ---- padding slots ---------------------------------------------------- */
