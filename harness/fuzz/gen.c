@@ -331,7 +331,7 @@ static void plan_wide_batch(gen *g, int max_history) {
  * save alone, as compressing that many windows is slow in the reference). */
 static void plan_large_batch(gen *g) {
     int past_8_mib = g->stage == KVC_STAGE_V4_SAVE_PARTIAL_STATES && g->head_dim == 512;
-    g->num_requests = past_8_mib ? MAX_REQUESTS : (int)kvc_rng_range(g->r, 4, 8);
+    g->num_requests = past_8_mib ? MAX_REQUESTS : (int)kvc_rng_range(g->r, 4, 5);
     g->T = 0;
     g->dimensions |= KVC_DIM_LARGE_BATCH;
     for (int q = 0; q < g->num_requests; q++) {
@@ -348,7 +348,7 @@ static void plan_large_batch(gen *g) {
 }
 
 static void plan_requests(gen *g, int max_history, int max_chunk) {
-    int large_odds = g->stage == KVC_STAGE_V4_SAVE_PARTIAL_STATES && g->head_dim == 512 ? 24 : 64;
+    int large_odds = g->stage == KVC_STAGE_V4_SAVE_PARTIAL_STATES && g->head_dim == 512 ? 32 : 128;
     if (g->ratio != 128 && kvc_rng_chance(g->r, 1, large_odds)) { plan_large_batch(g); return; }
     if (g->ratio != 128 && kvc_rng_chance(g->r, 1, 16)) { plan_wide_batch(g, max_history); return; }
     g->num_requests = (int)kvc_rng_range(g->r, 1, 3);
@@ -500,7 +500,11 @@ static void gen_v4(gen *g) {
     append_padding(g);
     put_positions(g);
     float *state = tensor(g, "state_cache", KVC_DT_F4, 3, num_pages, bs, 2 * width);
-    for (int64_t row = 0; row < num_pages * bs; row++) {
+    /* The save never reads the state cache: rows are overwritten or kept
+     * bit for bit, so random bytes (NaN payloads included) serve, at a
+     * fraction of the cost of values (batches past 8 MiB). */
+    if (g->stage == KVC_STAGE_V4_SAVE_PARTIAL_STATES) fill_bytes(g, state, num_pages * bs * 2 * width * 4);
+    for (int64_t row = 0; g->stage != KVC_STAGE_V4_SAVE_PARTIAL_STATES && row < num_pages * bs; row++) {
         fill_values(g, state + row * 2 * width, width, KVC_ROLE_KV);
         fill_values(g, state + row * 2 * width + width, width, KVC_ROLE_SCORE);
     }
@@ -582,7 +586,7 @@ static void plan_v41_ring(gen *g) {
 static void plan_v41_plain(gen *g) {
     g->T = kvc_rng_chance(g->r, 1, 16) ? kvc_rng_range(g->r, 17, 40) : kvc_rng_range(g->r, 1, 6);
     if (g->T > 6) g->dimensions |= KVC_DIM_WIDE_BATCH;
-    if (kvc_rng_chance(g->r, 1, 64)) {
+    if (kvc_rng_chance(g->r, 1, 128)) {
         g->T = kvc_rng_range(g->r, SMALL_TOKENS + 1, 160);
         g->dimensions |= KVC_DIM_LARGE_BATCH;
     }
@@ -667,7 +671,7 @@ static void gen_v41_insert(gen *g, kvc_cache_dtype dtype) {
     g->c->compress_ratio = g->ratio;
     g->T = kvc_rng_chance(g->r, 1, 16) ? kvc_rng_range(g->r, 17, 48) : kvc_rng_range(g->r, 1, 8);
     if (g->T > 8) g->dimensions |= KVC_DIM_WIDE_BATCH;
-    if (kvc_rng_chance(g->r, 1, 64)) {
+    if (kvc_rng_chance(g->r, 1, 128)) {
         g->T = kvc_rng_range(g->r, SMALL_TOKENS + 1, 160);
         g->dimensions |= KVC_DIM_LARGE_BATCH;
     }
@@ -774,6 +778,7 @@ static void shape_edge_rows(gen *g) {
         float *row = (float *)rows->data + t * rows->shape[1];
         paired += shape_row(g, row, rows->shape[1] == 1024 ? row + 512 : NULL, 512, p[t] % 2 == 0, zero_phase);
     }
+    if (c->stage == KVC_STAGE_V4_SAVE_PARTIAL_STATES) state = NULL;   /* never read (gen_v4) */
     int64_t half = state ? state->shape[2] / 2 : 0;
     for (int64_t r = 0; state && r < state->shape[0] * state->shape[1]; r++)
         paired += shape_row(g, (float *)state->data + r * 2 * half, (float *)state->data + r * 2 * half + half, half,
@@ -810,7 +815,7 @@ static int64_t pick_token(gen *g, const int64_t *slots, int need_closing) {
 /* Corrupt one piece of metadata so the stage must reject the case (or,
  * when the corrupted token is never read, must ignore it). */
 /* The V4.1 ring and V4 window rules that need a whole request, one per
- * kind (10-14); 0 when this case has nothing the rule could break. */
+ * kind (10-15); 0 when this case has nothing the rule could break. */
 static int corrupt_targeted(gen *g, int kind, char *what, size_t what_size) {
     kvc_case *c = g->c;
     kvc_array *slots = kvc_case_get(c, "slot_mapping"), *positions = kvc_case_get(c, "positions");
@@ -834,6 +839,14 @@ static int corrupt_targeted(gen *g, int kind, char *what, size_t what_size) {
     if (!qsl || !ring || c->compress_ratio != 2) return 0;
     int32_t *q = qsl->data;
     int64_t requests = qsl->count - 1, cap = ring->shape[1];
+    if (kind == 15) {   /* the same ring rows as pages of a CAP SPEC.md 8 refuses: 12 (no power of two) or 4 (< 8) */
+        int64_t rows = ring->shape[0] * cap, bad_cap = rows % 12 == 0 ? 12 : 4;
+        ring->shape[0] = rows / bad_cap;
+        ring->shape[1] = bad_cap;
+        g->rule = "ring-cap";
+        snprintf(what, what_size, "state_cache reshaped to CAP %lld", (long long)bad_cap);
+        return 1;
+    }
     if (kind == 11) {   /* a valid slot after query_start_loc[NR] */
         if (q[requests] >= g->T) return 0;
         s[g->T - 1] = p[g->T - 1] % cap;
@@ -874,7 +887,7 @@ static void corrupt(gen *g, char *what, size_t what_size) {
     int64_t *s = slots->data;
     for (int attempt = 0; attempt < 8; attempt++) {
         int64_t t;
-        int kind = (int)kvc_rng_below(g->r, 15);
+        int kind = (int)kvc_rng_below(g->r, 16);
         if (kind >= 10) {
             if (corrupt_targeted(g, kind, what, what_size)) return;
             continue;
