@@ -4,6 +4,7 @@
  * loses it.  Each test fails on a harness that skips a byte, never draws
  * a dimension, accepts another failure or steps coarsely. */
 #include <math.h>
+#include <omp.h>
 
 #include "tests/test_support.h"
 
@@ -330,4 +331,33 @@ Test(harness_self, shrinker_keeps_the_signature_and_stops_at_a_minimum, .timeout
     if (moved) cr_expect_not(same_failure(&lower, &p), "every position could still go one step lower");
     kvc_case_free(&lower);
     kvc_case_free(&c);
+}
+
+/* ---- the candidate-side thread override ----------------------------- */
+
+/* What a plug-in with its own thread heuristic would read: the override
+ * must equal the thread count the harness set for that very call. */
+static int override_seen = 0, override_matched = 0;
+static int insert_reading_the_override(const kvc_v41_insert_args *a, kvc_error *err) {
+    const char *forced = getenv("KVCMP_CANDIDATE_THREADS");
+    override_seen++;
+    override_matched += forced && atoi(forced) == omp_get_max_threads();
+    return kvc_reference_backend.v41_rope_plain_insert(a, err);
+}
+
+Test(harness_self, candidate_calls_carry_the_thread_override) {
+    kvc_backend candidate = kvc_reference_backend;
+    candidate.v41_rope_plain_insert = insert_reading_the_override;
+    kvc_fuzz_target target = {.reference = &kvc_reference_backend, .candidate = &candidate, .threads = 1, .vary_threads = 1,
+                              .metamorphic_per_mille = 1000};
+    for (int64_t i = 0; i < 12; i++) {
+        kvc_case c;
+        support_make_case("v41.rope_plain_insert/bf16", KVC_FAM_NORMAL, 4, i, &c);
+        kvc_fuzz_verdict v;
+        cr_expect_eq(kvc_fuzz_check_case(&target, &c, (uint64_t)i, &v), KVC_FUZZ_PASS, "%s", v.detail);
+        kvc_case_free(&c);
+    }
+    cr_expect_gt(override_seen, 12, "the thread check never called the candidate again");
+    cr_expect_eq(override_matched, override_seen, "%d of %d calls saw KVCMP_CANDIDATE_THREADS equal to their thread count",
+                 override_matched, override_seen);
 }
