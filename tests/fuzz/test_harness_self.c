@@ -11,6 +11,7 @@
 #include "harness/fuzz/dimensions.h"
 #include "harness/fuzz/run.h"
 #include "harness/fuzz/signature.h"
+#include "harness/replay/conditions.h"
 #include "kvcmp/backends.h"
 #include "kvcmp/compare.h"
 #include "kvcmp/formats.h"
@@ -131,6 +132,22 @@ Test(harness_self, page_paddings_include_odd_strides) {
     }
     cr_expect_gt(odd, 0, "no odd page stride in 400 draws");
     cr_expect_gt(lines, odd, "odd strides outnumber whole lines");
+}
+
+/* Replay takes every padding the fuzzer draws: a saved case's recorded
+ * padding of 36 bytes reads back, one of 34 is refused. */
+Test(harness_self, replay_reads_odd_page_paddings) {
+    kvc_case c = {0};
+    kvc_replay_conditions k;
+    char error[256];
+    c.meta_json = strdup("{\"replay\":{\"page_padding\":36}}");
+    cr_expect_eq(kvc_replay_conditions_read(&c, &k, error, sizeof error), 0, "%s", error);
+    cr_expect_eq(k.page_padding, 36);
+    free(c.meta_json);
+    c.meta_json = strdup("{\"replay\":{\"page_padding\":34}}");
+    cr_expect_neq(kvc_replay_conditions_read(&c, &k, error, sizeof error), 0);
+    cr_expect(strstr(error, "multiple of 4") != NULL, "%s", error);
+    free(c.meta_json);
 }
 
 /* ---- what each blind-spot dimension promises ------------------------ */
