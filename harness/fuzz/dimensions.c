@@ -7,6 +7,7 @@
 
 static const char *const closing_names[KVC_CLOSING_BUCKETS] = {"0", "1", "2-3", "4-7", "8-15", "16+"};
 static const char *const position_names[KVC_POSITION_BUCKETS] = {"none", "< 2^8", "< 2^16", "< 2^31", "< 2^32", ">= 2^32"};
+static const char *const padding_names[2] = {"64-byte lines", "odd stride"};
 
 static int closing_bucket(int64_t n) { return n <= 0 ? 0 : n == 1 ? 1 : n < 4 ? 2 : n < 8 ? 3 : n < 16 ? 4 : 5; }
 static int position_bucket(int64_t p) {
@@ -42,6 +43,7 @@ void kvc_coverage_add(kvc_coverage_tally *t, const kvc_case_coverage *k) {
     t->closing[closing_bucket(k->closing_tokens)]++;
     t->positions[position_bucket(k->max_position)]++;
     for (int d = 0; d < KVC_DIM_COUNT; d++) t->dimensions[d] += (k->dimensions >> d) & 1u;
+    if (k->page_padding > 0) t->padding[k->page_padding % 64 != 0]++;
     if (!k->rule) return;
     int i = 0;
     while (i < t->num_rules && strcmp(t->rules[i].name, k->rule) != 0) i++;
@@ -77,6 +79,7 @@ void kvc_coverage_print(FILE *f, const kvc_coverage_tally *t) {
     print_threads(f, "thread-check threads", t->other_threads, t->cases);
     print_counts(f, "closing tokens/call", closing_names, t->closing, KVC_CLOSING_BUCKETS, t->cases);
     print_counts(f, "largest position", position_names, t->positions, KVC_POSITION_BUCKETS, t->cases);
+    print_counts(f, "page padding", padding_names, t->padding, 2, t->cases);
     fprintf(f, "  %-22s", "dimensions");
     for (int d = 0; d < KVC_DIM_COUNT; d++)
         fprintf(f, " %s: %lld (%.1f%%)", kvc_dimension_name(d), (long long)t->dimensions[d], share(t->dimensions[d], t->cases));
@@ -109,6 +112,7 @@ cJSON *kvc_coverage_json(const kvc_coverage_tally *t) {
     cJSON_AddItemToObject(root, "thread_check_threads", thread_counts(t->other_threads));
     cJSON_AddItemToObject(root, "closing_tokens_per_call", named_counts(closing_names, t->closing, KVC_CLOSING_BUCKETS));
     cJSON_AddItemToObject(root, "largest_position", named_counts(position_names, t->positions, KVC_POSITION_BUCKETS));
+    cJSON_AddItemToObject(root, "page_padding", named_counts(padding_names, t->padding, 2));
     cJSON *dims = cJSON_AddObjectToObject(root, "dimensions");
     for (int d = 0; d < KVC_DIM_COUNT; d++) cJSON_AddNumberToObject(dims, kvc_dimension_name(d), (double)t->dimensions[d]);
     cJSON *rules = cJSON_AddObjectToObject(root, "rules");

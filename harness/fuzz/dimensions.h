@@ -21,6 +21,7 @@
 /* One case as the tally sees it. */
 typedef struct {
     int threads, other_threads;   /* 0: not run (a skipped case, a history) */
+    int64_t page_padding;         /* the candidate's page padding, 0 when not run */
     int64_t closing_tokens;       /* valid closing tokens of the call */
     int64_t max_position;         /* the largest position of a valid token, -1 for none */
     unsigned dimensions;          /* KVC_DIM_* */
@@ -33,6 +34,7 @@ typedef struct {
     int64_t threads[KVC_MAX_COUNTED_THREADS + 1], other_threads[KVC_MAX_COUNTED_THREADS + 1];
     int64_t closing[KVC_CLOSING_BUCKETS], positions[KVC_POSITION_BUCKETS];
     int64_t dimensions[KVC_DIM_COUNT];
+    int64_t padding[2];           /* page padding of whole 64-byte lines, of other multiples of 4 */
     int num_rules;
     struct { char name[32]; int64_t cases, rejected; } rules[KVC_MAX_RULES];
 } kvc_coverage_tally;

@@ -357,6 +357,7 @@ static int run_one(worker *w, int64_t index) {
     m.coverage.rule = NULL;
     m.coverage.threads = g.history ? w->target.threads : v.conditions.threads;
     m.coverage.other_threads = v.conditions.other_threads;
+    m.coverage.page_padding = g.history ? 0 : v.conditions.page_padding;
     m.coverage.rejected = !g.history && v.outcome != KVC_FUZZ_SKIP && v.reference_status != KVC_OK;
     if (v.outcome == KVC_FUZZ_FAIL) {
         kvc_fuzz_signature_of(&g.c, &v, &m.signature);

@@ -16,10 +16,11 @@
 static const char *const family_names[KVC_FAM_COUNT] = {
     "normal", "heavy_tail", "tiny", "pow2_edge", "fp8_ties", "exp_underflow",
     "huge_scores", "nonfinite", "small_weight", "cancellation", "rounding_probe",
-    "bit_patterns", "mixed", "exp_boundary",
+    "bit_patterns", "mixed", "exp_boundary", "isolated_edges", "cross_magnitude",
 };
 static const char *const dimension_names[KVC_DIM_COUNT] = {
     "wide_batch", "high_positions", "negative_zero_kv", "raw_bf16", "adversarial_fp8_scale",
+    "isolated_edges", "cross_magnitude", "padding_slots", "large_ring", "large_batch",
 };
 const char *kvc_dimension_name(int bit_index) { return bit_index >= 0 && bit_index < KVC_DIM_COUNT ? dimension_names[bit_index] : "?"; }
 
@@ -149,6 +150,17 @@ static float grid_value(kvc_rng *r) {
     }
 }
 
+/* The two families whose edges the case assembly places row by row
+ * (shape_edge_rows): per element only finite values, no NaN, no inf.
+ * isolated_edges: -0 kv and scores whose exp underflows; cross_magnitude:
+ * plain values, rewritten later. */
+static float finite_value(kvc_rng *r, int family, int role) {
+    if (role == KVC_ROLE_WEIGHT) return 1.0f + 0.1f * normal(r);
+    if (family == KVC_FAM_CROSS_MAGNITUDE) return role == KVC_ROLE_SCORE ? normal(r) * 2.0f : normal(r);
+    if (role == KVC_ROLE_SCORE) return kvc_rng_chance(r, 1, 16) ? -(88.0f + kvc_rng_unit(r) * 16.0f) : normal(r) * 2.0f;
+    return kvc_rng_chance(r, 1, 8) ? kvc_f32_from_bits(0x80000000u) : normal(r);
+}
+
 float kvc_gen_value(kvc_rng *r, int family, int role) {
     if (role == KVC_ROLE_COS_SIN) return kvc_rng_unit(r) * 2.0f - 1.0f;
     if (family == KVC_FAM_MIXED) return mixed_value(r, role);
@@ -162,6 +174,7 @@ float kvc_gen_value(kvc_rng *r, int family, int role) {
             return (float)exp_boundaries[kvc_rng_below(r, (int64_t)(sizeof exp_boundaries / sizeof *exp_boundaries))];
         return -kvc_rng_unit(r) * 8.0f;
     }
+    if (family == KVC_FAM_ISOLATED_EDGES || family == KVC_FAM_CROSS_MAGNITUDE) return finite_value(r, family, role);
     if (role == KVC_ROLE_WEIGHT) {
         switch (family) {
         case KVC_FAM_SMALL_WEIGHT: return scaled(r, 0.5f + kvc_rng_unit(r), -12, -5);
@@ -221,7 +234,8 @@ static void edge_block(kvc_rng *r, float *block, int family) {
 
 /* ---- case assembly --------------------------------------------------- */
 
-#define MAX_TOKENS 96
+#define MAX_TOKENS 1100   /* the large_batch dimension's save batches: past 8 MiB of state rows */
+#define SMALL_TOKENS 96   /* every other case */
 #define MAX_REQUESTS 16   /* a wide batch; most cases have 1 to 3 */
 
 typedef struct {
@@ -311,7 +325,31 @@ static void plan_wide_batch(gen *g, int max_history) {
     }
 }
 
+/* Past the size thresholds where a kernel may switch strategy (threads,
+ * streaming stores, tiling): more than 96 tokens, and for the D = 512,
+ * R = 4 save more than 8 MiB of state rows (1025+ rows of 8 KiB; the
+ * save alone, as compressing that many windows is slow in the reference). */
+static void plan_large_batch(gen *g) {
+    int past_8_mib = g->stage == KVC_STAGE_V4_SAVE_PARTIAL_STATES && g->head_dim == 512;
+    g->num_requests = past_8_mib ? MAX_REQUESTS : (int)kvc_rng_range(g->r, 4, 5);
+    g->T = 0;
+    g->dimensions |= KVC_DIM_LARGE_BATCH;
+    for (int q = 0; q < g->num_requests; q++) {
+        int64_t n = past_8_mib ? kvc_rng_range(g->r, 65, 68) : kvc_rng_range(g->r, 25, 32);
+        int64_t history = kvc_rng_range(g->r, 0, 40);
+        g->start[q] = history;
+        g->count[q] = n;
+        for (int64_t i = 0; i < n; i++, g->T++) {
+            g->pos[g->T] = history + i;
+            g->req[g->T] = q;
+            g->slot[g->T] = 0;
+        }
+    }
+}
+
 static void plan_requests(gen *g, int max_history, int max_chunk) {
+    int large_odds = g->stage == KVC_STAGE_V4_SAVE_PARTIAL_STATES && g->head_dim == 512 ? 32 : 128;
+    if (g->ratio != 128 && kvc_rng_chance(g->r, 1, large_odds)) { plan_large_batch(g); return; }
     if (g->ratio != 128 && kvc_rng_chance(g->r, 1, 16)) { plan_wide_batch(g, max_history); return; }
     g->num_requests = (int)kvc_rng_range(g->r, 1, 3);
     g->T = 0;
@@ -329,7 +367,7 @@ static void plan_requests(gen *g, int max_history, int max_chunk) {
             int64_t group = kvc_rng_range(g->r, 0, 2);
             history = 128 * group + 127 - kvc_rng_below(g->r, n);
         }
-        if (g->T + n > MAX_TOKENS - 4) n = 1;
+        if (g->T + n > SMALL_TOKENS - 4) n = 1;
         g->start[q] = history;
         g->count[q] = n;
         for (int64_t i = 0; i < n; i++) {
@@ -462,7 +500,11 @@ static void gen_v4(gen *g) {
     append_padding(g);
     put_positions(g);
     float *state = tensor(g, "state_cache", KVC_DT_F4, 3, num_pages, bs, 2 * width);
-    for (int64_t row = 0; row < num_pages * bs; row++) {
+    /* The save never reads the state cache: rows are overwritten or kept
+     * bit for bit, so random bytes (NaN payloads included) serve, at a
+     * fraction of the cost of values (batches past 8 MiB). */
+    if (g->stage == KVC_STAGE_V4_SAVE_PARTIAL_STATES) fill_bytes(g, state, num_pages * bs * 2 * width * 4);
+    for (int64_t row = 0; g->stage != KVC_STAGE_V4_SAVE_PARTIAL_STATES && row < num_pages * bs; row++) {
         fill_values(g, state + row * 2 * width, width, KVC_ROLE_KV);
         fill_values(g, state + row * 2 * width + width, width, KVC_ROLE_SCORE);
     }
@@ -515,6 +557,10 @@ static void put_norm_weight_bf16(gen *g) {
 static void plan_v41_ring(gen *g) {
     static const int64_t caps[] = {8, 16, 32};
     int64_t cap = pick_page_rows(g, caps, 3, 2);
+    if (kvc_rng_chance(g->r, 1, 12)) {   /* SPEC.md 3: any power of two >= 8 */
+        cap = kvc_rng_chance(g->r, 1, 4) ? 128 : 64;
+        g->dimensions |= KVC_DIM_LARGE_RING;
+    }
     plan_requests(g, 60, kvc_rng_chance(g->r, 1, 8) ? (int)cap + 6 : 10);
     int64_t num_blocks = g->num_requests + kvc_rng_range(g->r, 0, 2);
     int64_t blocks[MAX_REQUESTS + 3];
@@ -540,6 +586,10 @@ static void plan_v41_ring(gen *g) {
 static void plan_v41_plain(gen *g) {
     g->T = kvc_rng_chance(g->r, 1, 16) ? kvc_rng_range(g->r, 17, 40) : kvc_rng_range(g->r, 1, 6);
     if (g->T > 6) g->dimensions |= KVC_DIM_WIDE_BATCH;
+    if (kvc_rng_chance(g->r, 1, 128)) {
+        g->T = kvc_rng_range(g->r, SMALL_TOKENS + 1, 160);
+        g->dimensions |= KVC_DIM_LARGE_BATCH;
+    }
     g->num_requests = 1;
     for (int64_t t = 0; t < g->T; t++) {
         g->pos[t] = kvc_rng_below(g->r, 300);
@@ -621,6 +671,10 @@ static void gen_v41_insert(gen *g, kvc_cache_dtype dtype) {
     g->c->compress_ratio = g->ratio;
     g->T = kvc_rng_chance(g->r, 1, 16) ? kvc_rng_range(g->r, 17, 48) : kvc_rng_range(g->r, 1, 8);
     if (g->T > 8) g->dimensions |= KVC_DIM_WIDE_BATCH;
+    if (kvc_rng_chance(g->r, 1, 128)) {
+        g->T = kvc_rng_range(g->r, SMALL_TOKENS + 1, 160);
+        g->dimensions |= KVC_DIM_LARGE_BATCH;
+    }
     g->num_requests = 1;
     for (int64_t t = 0; t < g->T; t++) {
         g->pos[t] = kvc_rng_below(g->r, 400);
@@ -669,6 +723,85 @@ static void apply_bit_patterns(gen *g) {
     if (kvc_rng_chance(g->r, 1, 4)) raw_bf16(g, "norm_weight", 64);
 }
 
+/* ---- edges placed row by row ----------------------------------------- */
+
+/* Whether a row of kv/score holds an even position: a closing position is
+ * odd for every even R, so even rows never hold the window's last entry
+ * and a window always keeps a finite score there.  V4 state rows sit at
+ * slot = page * BS + q mod BS, whose parity is q's only for even BS
+ * (odd BS: every row counts as odd). */
+static int even_state_row(int64_t row, int64_t page_rows) { return page_rows % 2 == 0 && row % 2 == 0; }
+
+/* One row's kv and score halves (score NULL: a kv-only row).
+ * isolated_edges: every kv of channel zero_phase mod 8 is -0 (a pooled
+ *   window of -0), and even rows' scores are -inf or underflow exp.
+ * cross_magnitude: even rows pair a score whose exp underflows (e as small
+ *   as 2^-150) with a kv about 1/e, so e * kv is as large as the odd rows'
+ *   terms; odd rows take an exp boundary score (or 0) with a kv near +-1
+ *   that cancels against the others. */
+static int64_t shape_row(gen *g, float *kv, float *score, int64_t width, int even, int zero_phase) {
+    int64_t paired = 0;
+    for (int64_t i = 0; i < width; i++) {
+        if (g->family == KVC_FAM_ISOLATED_EDGES) {
+            if ((i % g->head_dim) % 8 == zero_phase) kv[i] = kvc_f32_from_bits(0x80000000u);
+            if (score && even && kvc_rng_chance(g->r, 1, 4))
+                score[i] = kvc_rng_chance(g->r, 1, 2) ? kvc_f32_from_bits(0xFF800000u) : -(88.0f + kvc_rng_unit(g->r) * 16.0f);
+        } else if (even && kvc_rng_chance(g->r, 1, 2)) {
+            float s = -(80.0f + kvc_rng_unit(g->r) * 24.0f);
+            int k = (int)(-s * 1.44269504f) - (int)kvc_rng_range(g->r, 0, 6);
+            score[i] = s;
+            kv[i] = random_sign(g->r, ldexpf(0.5f + 0.5f * kvc_rng_unit(g->r), k > 127 ? 127 : k));
+            paired++;
+        } else if (!even && kvc_rng_chance(g->r, 1, 2)) {
+            int64_t n = (int64_t)(sizeof exp_boundaries / sizeof *exp_boundaries);
+            score[i] = kvc_rng_chance(g->r, 1, 2) ? 0.0f : (float)exp_boundaries[kvc_rng_below(g->r, n)];
+            kv[i] = random_sign(g->r, scaled(g->r, 1.0f + scaled(g->r, normal(g->r), -20, -8), -4, 4));
+        }
+    }
+    return paired;
+}
+
+/* The isolated_edges and cross_magnitude families' rows: V4 kv/score
+ * and state rows, V4.1 kv_score and ring rows. */
+static void shape_edge_rows(gen *g) {
+    kvc_case *c = g->c;
+    int zero_phase = (int)kvc_rng_below(g->r, 8);
+    int64_t paired = 0;   /* cross_magnitude's underflow and huge-kv pairs */
+    kvc_array *positions = kvc_case_get(c, "positions"), *kv = kvc_case_get(c, "kv"), *score = kvc_case_get(c, "score");
+    kvc_array *rows = kvc_case_get(c, "kv_score"), *state = kvc_case_get(c, "state_cache");
+    const int64_t *p = positions->data;
+    if (g->family == KVC_FAM_CROSS_MAGNITUDE && !state && (!rows || rows->shape[1] == 512)) return;   /* nothing pooled */
+    for (int64_t t = 0; kv && score && t < kv->shape[0]; t++)
+        paired += shape_row(g, (float *)kv->data + t * kv->shape[1], (float *)score->data + t * kv->shape[1], kv->shape[1], p[t] % 2 == 0,
+                  zero_phase);
+    for (int64_t t = 0; rows && t < rows->shape[0]; t++) {
+        float *row = (float *)rows->data + t * rows->shape[1];
+        paired += shape_row(g, row, rows->shape[1] == 1024 ? row + 512 : NULL, 512, p[t] % 2 == 0, zero_phase);
+    }
+    if (c->stage == KVC_STAGE_V4_SAVE_PARTIAL_STATES) state = NULL;   /* never read (gen_v4) */
+    int64_t half = state ? state->shape[2] / 2 : 0;
+    for (int64_t r = 0; state && r < state->shape[0] * state->shape[1]; r++)
+        paired += shape_row(g, (float *)state->data + r * 2 * half, (float *)state->data + r * 2 * half + half, half,
+                  even_state_row(r, state->shape[1]), zero_phase);
+    g->dimensions |= g->family == KVC_FAM_ISOLATED_EDGES ? KVC_DIM_ISOLATED_EDGES : paired ? KVC_DIM_CROSS_MAGNITUDE : 0;
+}
+
+/* ---- padding slots ---------------------------------------------------- */
+
+/* SPEC.md 4.1 and 5.1: any negative slot is padding, not only -1. */
+static void other_padding_slots(gen *g) {
+    static const int64_t negatives[] = {-2, INT64_MIN, INT64_MIN + 1, INT32_MIN, -((int64_t)1 << 40) - 1};
+    static const char *const names[] = {"slot_mapping", "kv_slot_mapping"};
+    for (int n = 0; n < 2; n++) {
+        kvc_array *a = kvc_case_get(g->c, names[n]);
+        for (int64_t t = 0; a && t < a->count; t++)
+            if (((int64_t *)a->data)[t] == -1 && kvc_rng_chance(g->r, 1, 2)) {
+                ((int64_t *)a->data)[t] = negatives[kvc_rng_below(g->r, (int64_t)(sizeof negatives / sizeof *negatives))];
+                g->dimensions |= KVC_DIM_PADDING_SLOTS;
+            }
+    }
+}
+
 /* ---- invalid metadata ------------------------------------------------ */
 
 /* Index of a random token satisfying pred, or -1. */
@@ -682,7 +815,7 @@ static int64_t pick_token(gen *g, const int64_t *slots, int need_closing) {
 /* Corrupt one piece of metadata so the stage must reject the case (or,
  * when the corrupted token is never read, must ignore it). */
 /* The V4.1 ring and V4 window rules that need a whole request, one per
- * kind (10-14); 0 when this case has nothing the rule could break. */
+ * kind (10-15); 0 when this case has nothing the rule could break. */
 static int corrupt_targeted(gen *g, int kind, char *what, size_t what_size) {
     kvc_case *c = g->c;
     kvc_array *slots = kvc_case_get(c, "slot_mapping"), *positions = kvc_case_get(c, "positions");
@@ -706,6 +839,14 @@ static int corrupt_targeted(gen *g, int kind, char *what, size_t what_size) {
     if (!qsl || !ring || c->compress_ratio != 2) return 0;
     int32_t *q = qsl->data;
     int64_t requests = qsl->count - 1, cap = ring->shape[1];
+    if (kind == 15) {   /* the same ring rows as pages of a CAP SPEC.md 8 refuses: 12 (no power of two) or 4 (< 8) */
+        int64_t rows = ring->shape[0] * cap, bad_cap = rows % 12 == 0 ? 12 : 4;
+        ring->shape[0] = rows / bad_cap;
+        ring->shape[1] = bad_cap;
+        g->rule = "ring-cap";
+        snprintf(what, what_size, "state_cache reshaped to CAP %lld", (long long)bad_cap);
+        return 1;
+    }
     if (kind == 11) {   /* a valid slot after query_start_loc[NR] */
         if (q[requests] >= g->T) return 0;
         s[g->T - 1] = p[g->T - 1] % cap;
@@ -746,7 +887,7 @@ static void corrupt(gen *g, char *what, size_t what_size) {
     int64_t *s = slots->data;
     for (int attempt = 0; attempt < 8; attempt++) {
         int64_t t;
-        int kind = (int)kvc_rng_below(g->r, 15);
+        int kind = (int)kvc_rng_below(g->r, 16);
         if (kind >= 10) {
             if (corrupt_targeted(g, kind, what, what_size)) return;
             continue;
@@ -861,6 +1002,8 @@ int kvc_gen_make_from(const kvc_gen_config *config, kvc_rng *r, kvc_gen_case *ou
     default: gen_v41_insert(&g, (kvc_cache_dtype)v->cache_dtype); break;
     }
     out->c.eps = pick_eps(&g);
+    if (out->family == KVC_FAM_ISOLATED_EDGES || out->family == KVC_FAM_CROSS_MAGNITUDE) shape_edge_rows(&g);
+    if (kvc_rng_chance(r, 1, 8)) other_padding_slots(&g);
     if (out->family == KVC_FAM_BIT_PATTERNS) apply_bit_patterns(&g);
     if (out->family == KVC_FAM_ROUNDING_PROBE) kvc_probe_apply(r, &out->c);
     if (config->invalid_per_mille && kvc_rng_below(r, 1000) < config->invalid_per_mille)

@@ -41,11 +41,16 @@ static kvc_fuzz_outcome fail(kvc_fuzz_verdict *v, const char *kind, const char *
 }
 
 /* With every allowed thread used however small the case (the optimized
- * backend would keep a small case on one): the 1-vs-N check must split. */
+ * backend would keep a small case on one; a plug-in with a work threshold
+ * of its own reads KVCMP_CANDIDATE_THREADS, plugin.h): the 1-vs-N check
+ * must split. */
 static int run_with_threads(const kvc_backend *b, const kvc_case *c, const kvc_run_options *o, int threads, kvc_run_result *r) {
     double thread_work = kvc_optimized_thread_work();
     kvc_optimized_set_thread_work(0);
     omp_set_num_threads(threads);
+    char count[16];
+    snprintf(count, sizeof count, "%d", threads);
+    setenv("KVCMP_CANDIDATE_THREADS", count, 1);
     int rc = kvc_run_case(b, c, o, r);
     kvc_optimized_set_thread_work(thread_work);
     return rc;
@@ -236,14 +241,22 @@ static const int candidate_thread_counts[] = {1, 1, 1, 1, 1, 2, 2, 3, 3, 4, 5, 7
 static const int other_thread_counts[] = {2, 3, 5, 7};
 
 /* The candidate side's conditions, all drawn from the salt. */
+/* Page padding: mostly whole cache lines; one in eight a multiple of 4
+ * that is not one (SPEC.md 3 and 8 allow any stride >= page_bytes that
+ * keeps fp32 rows aligned), so pages start off cache-line boundaries. */
+static int64_t draw_page_padding(kvc_rng *rng) {
+    if (kvc_rng_chance(rng, 1, 8)) return 4 * (16 * kvc_rng_range(rng, 0, 2) + kvc_rng_range(rng, 1, 15));
+    return 64 * kvc_rng_range(rng, 1, 3);
+}
+
 static void draw_conditions(const kvc_fuzz_target *t, kvc_rng *rng, kvc_fuzz_conditions *k) {
-    k->page_padding = 64 * kvc_rng_range(rng, 1, 3);
+    k->page_padding = draw_page_padding(rng);
     if (t->geometry_pool > 0) {
         /* The pool: geometry_pool paddings fixed for the campaign, so a
          * specialising kernel sees only that many page strides. */
         kvc_rng pool;
         kvc_rng_seed(&pool, t->geometry_salt, 0x6E0 + (uint64_t)kvc_rng_below(rng, t->geometry_pool));
-        k->page_padding = 64 * kvc_rng_range(&pool, 1, 3);
+        k->page_padding = draw_page_padding(&pool);
     }
     k->canary = (uint8_t)kvc_rng_below(rng, 256);
     k->threads = t->threads;

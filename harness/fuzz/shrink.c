@@ -278,9 +278,13 @@ static void shrink_positions(shrinker *s) {
             if ((r < 0 || request_of(c, t) == r) && ((int64_t *)kvc_case_get(c, "slot_mapping")->data)[t] >= 0)
                 lowest = ((int64_t *)positions->data)[t] < lowest ? ((int64_t *)positions->data)[t] : lowest;
         if (lowest == INT64_MAX) continue;
-        for (int64_t shift = lowest / unit * unit; shift >= unit; shift = shift / 2 / unit * unit) {
+        /* A kept shift is tried again (the positions may go lower still),
+         * a refused one halved, down to one unit: the request ends where
+         * one more unit down loses the failure. */
+        for (int64_t shift = lowest / unit * unit; shift >= unit;) {
             position_shift ps = {r, shift};
-            if (attempt(s, edit_lower_positions, 0, &ps)) break;
+            if (!attempt(s, edit_lower_positions, 0, &ps)) shift = shift / 2 / unit * unit;
+            else if ((lowest -= shift) < shift) shift = lowest / unit * unit;
         }
     }
 }

@@ -39,8 +39,8 @@ int kvc_replay_conditions_read(const kvc_case *c, kvc_replay_conditions *k, char
         const cJSON *threads = cJSON_GetObjectItemCaseSensitive(replay, "threads");
         const cJSON *seed = cJSON_GetObjectItemCaseSensitive(replay, "permutation_seed");
         if (!cJSON_IsObject(replay)) rc = bad(error, size, "must be an object");
-        else if (padding && (!cJSON_IsNumber(padding) || padding->valuedouble < 0 || (int64_t)padding->valuedouble % 64))
-            rc = bad(error, size, "\"page_padding\" must be a non-negative multiple of 64");
+        else if (padding && (!cJSON_IsNumber(padding) || padding->valuedouble < 0 || (int64_t)padding->valuedouble % 4))
+            rc = bad(error, size, "\"page_padding\" must be a non-negative multiple of 4 (SPEC.md 8: fp32 caches need 4-byte aligned page strides)");
         else if (canary && (!cJSON_IsNumber(canary) || canary->valuedouble < 0 || canary->valuedouble > 255))
             rc = bad(error, size, "\"canary\" must be a byte value 0..255");
         else if (seed && (!cJSON_IsString(seed) || sscanf(seed->valuestring, "%lli", (long long *)&k->permutation_seed) != 1))

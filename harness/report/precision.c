@@ -64,7 +64,9 @@ static void *input_of(const kvc_case *c, const char *name) {
     return a ? a->data : NULL;
 }
 
-static int is_output_metric(kvc_precision_metric m) { return m >= KVC_METRIC_SCALE; }
+/* Values a stage stores, which a candidate's outputs show: the save's
+ * score + ape is written to the state row, so it counts as one. */
+static int is_output_metric(kvc_precision_metric m) { return m >= KVC_METRIC_SCALE || m == KVC_METRIC_STATE; }
 
 static void record(analysis *a, kvc_precision_metric m, double error, int equal, double magnitude, int64_t token, int dim) {
     if (a->stored_only && !is_output_metric(m)) return;
@@ -423,7 +425,11 @@ static int run_one(const kvc_backend *backend, kvc_precision_variant *v, kvc_cor
                    uint64_t seed) {
     kvc_case c;
     if (kvc_corpus_make_case(variant, family, seed, &c)) return -1;
-    if (backend != &kvc_reference_backend && !kvc_backend_has_stage(backend, &c)) { kvc_case_free(&c); return 0; }
+    if (backend != &kvc_reference_backend && !kvc_backend_has_stage(backend, &c)) {
+        v->skipped++;
+        kvc_case_free(&c);
+        return 0;
+    }
     kvc_run_result result;
     if (kvc_run_case(backend, &c, NULL, &result)) {
         fprintf(stderr, "kvcmp report: %s rejected corpus case %s: %s\n", backend == &kvc_reference_backend ? "the reference" : "the candidate",
@@ -482,6 +488,18 @@ int kvc_precision_run_variant_on(const kvc_backend *backend, int variant, unsign
     }
     qsort(v->worst, (size_t)v->num_worst, sizeof v->worst[0], compare_worst);
     return failures ? -1 : 0;
+}
+
+void kvc_precision_empty_reason(const kvc_precision_report *r, const kvc_precision_variant *v, char *out, size_t size) {
+    out[0] = 0;
+    for (int m = 0; m < KVC_METRIC_COUNT; m++)
+        if (v->metrics[m].count) return;
+    const char *impl = r->impl_name ? r->impl_name : "ref";
+    if (v->skipped && !v->cases)
+        snprintf(out, size, "%s does not offer this stage (%d corpus cases skipped); give --impl a library that implements it", impl,
+                 v->skipped);
+    else
+        snprintf(out, size, "none of the %d corpus cases wrote a row; run more cases with --cases", v->cases);
 }
 
 void kvc_precision_variant_free(kvc_precision_variant *v) {

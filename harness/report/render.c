@@ -138,6 +138,9 @@ static void precision_markdown(FILE *f, const kvc_precision_report *r, const cha
     for (int i = 0; i < r->num_variants; i++) {
         const kvc_precision_variant *v = &r->variants[i];
         fprintf(f, "\n## %s\n\n%d cases, %d output rows checked.\n\n", v->name, v->cases, v->rows);
+        char empty[256];
+        kvc_precision_empty_reason(r, v, empty, sizeof empty);
+        if (empty[0]) { fprintf(f, "No values measured: %s.\n", empty); continue; }
         fprintf(f, "| value | unit | compared | = ideal | max | mean | p99.9 | NaN/inf on one side | worst at |\n");
         fprintf(f, "|---|---|---:|---:|---:|---:|---:|---:|---|\n");
         for (int m = 0; m < KVC_METRIC_COUNT; m++) {
@@ -249,6 +252,14 @@ static void precision_html(FILE *f, const kvc_precision_report *r, const char *w
     for (int i = 0; i < r->num_variants; i++) {
         const kvc_precision_variant *v = &r->variants[i];
         fprintf(f, "<h2 id=\"%s\">%s</h2>\n<p class=\"note\">%d cases, %d output rows checked.</p>\n", v->slug, v->name, v->cases, v->rows);
+        char empty[256];
+        kvc_precision_empty_reason(r, v, empty, sizeof empty);
+        if (empty[0]) {
+            fputs("<p class=\"note\">No values measured: ", f);
+            kvc_html_text(f, empty);
+            fputs(".</p>\n", f);
+            continue;
+        }
         precision_table_html(f, v);
         precision_histograms(f, v);
         if (v->num_worst) fputs("<h3>Worst cases</h3><ul>\n", f);
@@ -309,6 +320,9 @@ static cJSON *precision_json(const kvc_precision_report *r, const char *when) {
         cJSON_AddStringToObject(o, "name", v->name);
         cJSON_AddNumberToObject(o, "cases", v->cases);
         cJSON_AddNumberToObject(o, "rows", v->rows);
+        char empty[256];
+        kvc_precision_empty_reason(r, v, empty, sizeof empty);
+        if (empty[0]) cJSON_AddStringToObject(o, "empty_reason", empty);
         cJSON *metrics = cJSON_AddObjectToObject(o, "metrics");
         for (int m = 0; m < KVC_METRIC_COUNT; m++)
             if (v->metrics[m].count) cJSON_AddItemToObject(metrics, v->metrics[m].name, stats_json(&v->metrics[m]));

@@ -86,6 +86,7 @@ typedef struct {
     char name[64];            /* "v4.compress D=512 R=4" */
     char slug[64];            /* "v4.compress-d512-r4" */
     int cases, rows;          /* cases run, output rows (closing tokens) checked */
+    int skipped;              /* corpus cases of a stage the implementation does not offer */
     int families_mask;        /* value families that ran */
     kvc_error_stats metrics[KVC_METRIC_COUNT];
     int num_worst;
@@ -101,6 +102,10 @@ typedef struct {
     kvc_precision_variant *variants;
     double seconds;
 } kvc_precision_report;
+
+/* Why a stage's table is empty ("" when it has values): the
+ * implementation does not offer the stage, or no case wrote a row. */
+void kvc_precision_empty_reason(const kvc_precision_report *r, const kvc_precision_variant *v, char *out, size_t size);
 
 /* Runs the seeded corpus; out_dir receives the worst case directories. */
 int kvc_precision_run(uint64_t seed, int cases_per_family, const char *out_dir, kvc_precision_report *report);

@@ -30,6 +30,10 @@ typedef enum {
                                 weights, score spreads past exp's range */
     KVC_FAM_EXP_BOUNDARY,    /* scores x - 0 whose exp lies next to an fp32 rounding
                                 boundary (fixtures/exp-boundaries) */
+    KVC_FAM_ISOLATED_EDGES,  /* -0 kv channels, -inf scores and scores whose exp
+                                underflows, in tokens without any NaN or inf */
+    KVC_FAM_CROSS_MAGNITUDE, /* underflowing exp weights next to kv ~2^126 larger;
+                                exp boundary scores next to kv that cancels */
     KVC_FAM_COUNT
 } kvc_family;
 
@@ -76,7 +80,12 @@ enum {
     KVC_DIM_NEG_ZERO_KV = 1u << 2,   /* every kv entry -0 */
     KVC_DIM_RAW_BF16 = 1u << 3,      /* raw bf16 NaN payloads, -0, subnormals in bf16 inputs */
     KVC_DIM_FP8_SCALE = 1u << 4,     /* an fp8 scale where x * RN(1/s) and x / s round apart */
-    KVC_DIM_COUNT = 5
+    KVC_DIM_ISOLATED_EDGES = 1u << 5,/* -0 kv channels, -inf or underflowing scores, no NaN or inf */
+    KVC_DIM_CROSS_MAGNITUDE = 1u << 6,/* subnormal exp weights times kv near 2^126 */
+    KVC_DIM_PADDING_SLOTS = 1u << 7, /* padding slots other than -1 (-2, INT64_MIN, ...) */
+    KVC_DIM_LARGE_RING = 1u << 8,    /* a V4.1 ring of CAP 64 or 128 */
+    KVC_DIM_LARGE_BATCH = 1u << 9,   /* past 96 tokens; V4 saves past 8 MiB of state rows */
+    KVC_DIM_COUNT = 10
 };
 const char *kvc_dimension_name(int bit_index);
 

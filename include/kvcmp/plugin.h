@@ -18,7 +18,11 @@
  * reference, fill kvc_error.message, and write nothing.  The simplest way
  * is to call the shared validators of include/kvcmp/validate.h first, as
  * examples/wrap_reference/ does.  Functions may use OpenMP; the harness
- * sets the thread count with omp_set_num_threads before each call.
+ * sets the thread count with omp_set_num_threads before each call, and
+ * the environment variable KVCMP_CANDIDATE_THREADS to the same count: a
+ * kernel that picks its thread count (or tiling) by a work threshold of
+ * its own should use that many threads whenever it is set, however small
+ * the call, so that the fuzzer's 1-vs-N check reaches its parallel path.
  *
  * Compatibility: version 1 is this layout.  A later version appends
  * members only; the loader accepts a table whose abi_version it knows

@@ -122,9 +122,9 @@ Test(cli_options, fuzz_seconds_after_cases_count, .timeout = 60) {
 
 Test(cli_options, replay_bench_and_report_refuse_bad_values) {
     char *padding[] = {"--page-padding", "abc", "x"};
-    expect_replay_usage_error(ARGC(padding), padding, "kvcmp replay: --page-padding must be a non-negative multiple of 64 (at most 2^30), not 'abc'");
+    expect_replay_usage_error(ARGC(padding), padding, "kvcmp replay: --page-padding must be a non-negative multiple of 4 (at most 2^30), not 'abc'");
     char *huge[] = {"--page-padding", "2147483648", "x"};
-    expect_replay_usage_error(ARGC(huge), huge, "--page-padding must be a non-negative multiple of 64");
+    expect_replay_usage_error(ARGC(huge), huge, "--page-padding must be a non-negative multiple of 4");
     char *no_path[] = {"--impl", "ref"};
     expect_replay_usage_error(ARGC(no_path), no_path, "kvcmp replay: no PATH to replay (see kvcmp replay --help)");
     char *threads[] = {"--threads", "2x"};

@@ -185,7 +185,7 @@ Test(ffi, one_bit_difference_reported_with_both_bytes) {
 
 Test(ffi, rejected_case_has_no_outputs) {
     kvc_ffi_gen_info info;
-    kvc_ffi_case *c = kvc_ffi_generate(5, 0, "v41.rope_quant_insert", NULL, 1000, &info, error, sizeof error);
+    kvc_ffi_case *c = kvc_ffi_generate(6, 0, "v41.rope_quant_insert", NULL, 1000, &info, error, sizeof error);   /* a corruption the stage reads */
     cr_assert_not_null(c, "%s", error);
     cr_assert(info.invalid[0], "the case was corrupted on purpose");
     kvc_ffi_case *out = (kvc_ffi_case *)1;

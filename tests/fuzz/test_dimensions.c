@@ -113,7 +113,7 @@ Test(dimensions, every_targeted_rule_is_rejected) {
         {"cos-sin-too-short", KVC_ERR_INDEX}, {"query-start-loc", KVC_ERR_METADATA}, {"fp8-scale", KVC_ERR_PARAM},
         {"ring-row", KVC_ERR_METADATA}, {"eps", KVC_ERR_PARAM}, {"positions-not-consecutive", KVC_ERR_METADATA},
         {"slot-after-batch", KVC_ERR_METADATA}, {"ring-block-shared", KVC_ERR_CONFLICT}, {"two-ring-blocks", -1},
-        {"window-column-past-table", KVC_ERR_INDEX},
+        {"window-column-past-table", KVC_ERR_INDEX}, {"ring-cap", KVC_ERR_PARAM},
     };
     enum { NUM_RULES = sizeof rules / sizeof rules[0] };
     int rejected[NUM_RULES] = {0}, as_specified[NUM_RULES] = {0};

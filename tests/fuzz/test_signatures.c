@@ -337,7 +337,7 @@ Test(replay_conditions, read_and_refused) {
     cr_expect_str_eq(note, "");
     static const char *const bad[][2] = {
         {"{\"replay\":3}", "must be an object"},
-        {"{\"replay\":{\"page_padding\":65}}", "\"page_padding\" must be a non-negative multiple of 64"},
+        {"{\"replay\":{\"page_padding\":65}}", "\"page_padding\" must be a non-negative multiple of 4"},
         {"{\"replay\":{\"canary\":256}}", "\"canary\" must be a byte value"},
         {"{\"replay\":{\"permutation_seed\":5}}", "\"permutation_seed\" must be a string"},
         {"{\"replay\":{\"permutation_seed\":\"x\"}}", "\"permutation_seed\" must be a string"},

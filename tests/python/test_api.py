@@ -76,7 +76,7 @@ def test_reference_and_generate(shared):
     assert kvcmp.generate("history", seed=1, index=0) is None
     with pytest.raises(kvcmp.Error, match="variant 'v9'"):
         kvcmp.generate("v9", 1, 0)
-    invalid = kvcmp.generate("v41.rope_quant_insert", seed=5, index=0, invalid_rate=1000)
+    invalid = kvcmp.generate("v41.rope_quant_insert", seed=6, index=0, invalid_rate=1000)   # a corruption the stage reads
     assert invalid.info["invalid"]
     with pytest.raises(kvcmp.Rejected, match="the reference rejects this case"):
         kvcmp.reference(invalid)

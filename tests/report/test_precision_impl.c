@@ -82,3 +82,61 @@ Test(precision_impl, command_line) {
     }
     support_remove_tree(dir);
 }
+
+/* Every stage fills its table for a candidate: the save's score + ape is a
+ * stored value (the state row), measured from the candidate's bytes. */
+Test(precision_impl, save_partial_states_table_is_filled_for_a_candidate, .timeout = 120) {
+    char error[256];
+    const kvc_backend *opt = kvc_backend_by_name("opt", error, sizeof error);
+    if (!opt) cr_skip_test("%s", error);
+    unsigned families = 1u << KVC_FAMILY_NORMAL;
+    for (int variant = KVC_VARIANT_SAVE_D512_R4; variant <= KVC_VARIANT_SAVE_D128_R128; variant++) {
+        kvc_precision_variant ref, cand;
+        cr_assert_eq(kvc_precision_run_variant(variant, families, 7, 1, &ref), 0);
+        cr_assert_eq(kvc_precision_run_variant_on(opt, variant, families, 7, 1, &cand), 0);
+        cr_expect_gt(cand.metrics[KVC_METRIC_STATE].count, 0, "%s: no state value measured for a candidate", cand.name);
+        cr_expect(same_stats(&cand.metrics[KVC_METRIC_STATE], &ref.metrics[KVC_METRIC_STATE]), "%s: state values differ", cand.name);
+        kvc_precision_report r = {.impl_name = "opt", .stored_only = 1, .num_variants = 1, .variants = &cand};
+        char why[256];
+        kvc_precision_empty_reason(&r, &cand, why, sizeof why);
+        cr_expect_str_eq(why, "", "%s", cand.name);
+        kvc_precision_variant_free(&ref);
+        kvc_precision_variant_free(&cand);
+    }
+}
+
+/* A stage the candidate lacks: the table says why it is empty. */
+Test(precision_impl, a_missing_stage_says_why_its_table_is_empty) {
+    kvc_backend no_save = kvc_reference_backend;
+    no_save.name = "no-save";
+    no_save.v4_save_partial_states = NULL;
+    kvc_precision_variant v;
+    cr_assert_eq(kvc_precision_run_variant_on(&no_save, KVC_VARIANT_SAVE_D512_R4, 1u << KVC_FAMILY_NORMAL, 3, 1, &v), 0);
+    cr_expect_eq(v.cases, 0);
+    cr_expect_gt(v.skipped, 0);
+    kvc_precision_report r = {.seed = 3, .cases_per_family = 1, .impl_name = "lib/no-save.so", .stored_only = 1, .num_variants = 1,
+                              .variants = &v};
+    char dir[64], path[128];
+    support_temp_dir(dir, sizeof dir);
+    cr_assert_eq(kvc_render_precision(&r, dir), 0);
+    snprintf(path, sizeof path, "%s/precision.md", dir);
+    char *md = support_read_file(path);
+    expect_contains(md, "No values measured: lib/no-save.so does not offer this stage (1 corpus cases skipped)", "precision.md");
+    free(md);
+    snprintf(path, sizeof path, "%s/precision.json", dir);
+    char *json = support_read_file(path);
+    expect_contains(json, "\"empty_reason\":\t\"lib/no-save.so does not offer this stage", "precision.json");
+    free(json);
+    snprintf(path, sizeof path, "%s/precision.html", dir);
+    char *html = support_read_file(path);
+    expect_contains(html, "No values measured: lib/no-save.so does not offer this stage", "precision.html");
+    free(html);
+    /* Values, but no row written: the other reason. */
+    kvc_precision_variant none = {.cases = 2};
+    r.variants = &none;
+    char why[256];
+    kvc_precision_empty_reason(&r, &none, why, sizeof why);
+    cr_expect_str_eq(why, "none of the 2 corpus cases wrote a row; run more cases with --cases");
+    kvc_precision_variant_free(&v);
+    support_remove_tree(dir);
+}
