@@ -155,14 +155,31 @@ static int parent_says_stop(worker *w) {
     return w->stopped;
 }
 
-/* The predicate the shrinker keeps: the same signature.  The salt fixes
- * the candidate's conditions (padding, canary, threads, permutation), so
- * every reduction is checked the way the saved case will be replayed. */
+/* The predicate the shrinker keeps: the same signature and, for a
+ * failure a single deviation explains, the same explanation, so that a
+ * reduction cannot trade the bug for another one of the same byte class
+ * (a padding token whose metadata the shrinker left out of range, read
+ * by a kernel that ignores its negative slot, says nothing about the
+ * deviation).  The salt fixes the candidate's conditions (padding,
+ * canary, threads, permutation), so every reduction is checked the way
+ * the saved case will be replayed. */
+/* A diagnosis with no time for pairs: the single deviations only. */
+#define SINGLES_ONLY 1e-9
+
 typedef struct {
     const kvc_fuzz_target *target;
     uint64_t salt;
     const char *signature_key;
+    char deviation[100];      /* the single deviation that explained the failure, or "" */
 } shrink_context;
+
+/* Whether the deviation named in list (comma-separated) is among them. */
+static int names_deviation(const char *list, const char *name) {
+    size_t n = strlen(name);
+    for (const char *at = strstr(list, name); at; at = strstr(at + 1, name))
+        if ((at == list || at[-1] == ',') && (at[n] == 0 || at[n] == ',')) return 1;
+    return 0;
+}
 
 static int still_fails(const kvc_case *c, void *p) {
     shrink_context *s = p;
@@ -170,7 +187,21 @@ static int still_fails(const kvc_case *c, void *p) {
     if (kvc_fuzz_check_case(s->target, c, s->salt, &v) != KVC_FUZZ_FAIL) return 0;
     kvc_fuzz_signature signature;
     kvc_fuzz_signature_of(c, &v, &signature);
-    return strcmp(signature.key, s->signature_key) == 0;
+    if (strcmp(signature.key, s->signature_key) != 0) return 0;
+    if (!s->deviation[0]) return 1;
+    kvc_fuzz_signature_diagnose(s->target, c, &v, SINGLES_ONLY, &signature);
+    return names_deviation(signature.explained_by, s->deviation);
+}
+
+/* The single deviation that explains the unshrunk failure, for the
+ * shrinker to keep ("" when none or only a pair does). */
+static void explanation_to_keep(const kvc_fuzz_target *target, const kvc_case *c, const kvc_fuzz_verdict *v, shrink_context *ctx) {
+    kvc_fuzz_signature before;
+    memset(&before, 0, sizeof before);
+    kvc_fuzz_signature_diagnose(target, c, v, SINGLES_ONLY, &before);
+    size_t n = strcspn(before.explained_by, ",");
+    if (n < sizeof ctx->deviation && !memchr(before.explained_by, '+', n))
+        snprintf(ctx->deviation, sizeof ctx->deviation, "%.*s", (int)n, before.explained_by);
 }
 
 /* case.json meta "replay": how `kvcmp replay` must run the case to see
@@ -212,6 +243,7 @@ static double diagnosis_seconds(const fuzz_options *o) {
 /* Shrink, add the reference's outputs and save; the path goes to m->saved. */
 static void shrink_and_save(worker *w, kvc_gen_case *g, int64_t index, uint64_t salt, const kvc_fuzz_verdict *v, message *m) {
     shrink_context ctx = {.target = &w->target, .salt = salt, .signature_key = m->signature.key};
+    explanation_to_keep(&w->target, &g->c, v, &ctx);
     kvc_shrink_stats stats;
     /* A lost device poisons its worker: each attempt gets a fresh one. */
     kvc_pyworker_fresh_each_call(strcmp(m->kind, "device-lost") == 0);
