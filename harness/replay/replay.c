@@ -2,6 +2,8 @@
 #include "harness/replay/replay.h"
 
 #include <cjson/cJSON.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <errno.h>
 #include <omp.h>
 #include <limits.h>
@@ -197,11 +199,39 @@ static int case_selected(const kvc_case *c, uint64_t mask) {
     return 0;
 }
 
+static void label_of(const char *dir, char *label, size_t size);
+
+/* The bytes of a case's tensor files (regular .npy files only; a link is
+ * refused when the case loads), summed before anything is read: a case
+ * runs in the process that replays it (the built-in backends run in
+ * kvcmp itself), so its size is held to --rss-limit-mb like a worker's. */
+static int64_t case_tensor_bytes(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int64_t total = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t n = strlen(e->d_name);
+        struct stat st;
+        if (n < 5 || strcmp(e->d_name + n - 4, ".npy") != 0 || fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+        if (S_ISREG(st.st_mode)) total += st.st_size;
+    }
+    closedir(d);
+    return total;
+}
+
 /* Loads, runs and judges one case: the verdict, with why in detail. */
 static int replay_loaded_case(const char *dir, const kvc_replay_options *options, char *label, size_t label_size, char *detail,
                               size_t size, kvc_compare_report *report) {
     kvc_case c;
     char error[512];
+    int64_t bytes = options->rss_limit_mb > 0 ? case_tensor_bytes(dir) : 0;
+    if (bytes > options->rss_limit_mb * (INT64_C(1) << 20)) {
+        label_of(dir, label, label_size);
+        snprintf(detail, size, "memory: the case's tensors take %lld MB, more than --rss-limit-mb %lld (raise it to replay this case)",
+                 (long long)(bytes >> 20), (long long)options->rss_limit_mb);
+        return KVC_REPLAY_FAIL;
+    }
     if (kvc_case_load(dir, &c, error, sizeof error)) {
         snprintf(detail, size, "cannot load case: %s", error);
         return KVC_REPLAY_FAIL;

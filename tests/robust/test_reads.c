@@ -277,6 +277,26 @@ Test(reads, tensor_size_checked_against_the_header_before_reading, .timeout = 60
     support_remove_tree(root);
 }
 
+/* A case replayed in kvcmp's own process (the built-in backends) is held
+ * to --rss-limit-mb like a worker: its tensor files' sizes are summed
+ * before any is read. */
+Test(reads, a_case_larger_than_the_memory_limit_is_refused_unread, .timeout = 60) {
+    char root[64], dir[512], path[700];
+    support_temp_dir(root, sizeof root);
+    save_case(root, "big", "v41.rope_plain_insert/bf16", "reads test", 0, dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/extra.npy", dir);
+    write_sparse_npy(path, "{'descr': '|u1', 'fortran_order': False, 'shape': (3, 1048576), }", (off_t)3 << 20);
+    long before = peak_rss_mib();
+    char *argv[] = {"--rss-limit-mb", "2", dir};
+    captured_run run = replay_args(ARGC(argv), argv);
+    cr_expect_eq(run.status, 1, "%s", run.out);
+    expect_contains(run.out, "memory: the case's tensors take 3 MB, more than --rss-limit-mb 2 (raise it to replay this case)", "stdout");
+    expect_contains(run.out, "0 passed, 1 failed", "stdout");
+    support_free_run(&run);
+    cr_expect_lt(peak_rss_mib() - before, 2, "the refused case was read");
+    support_remove_tree(root);
+}
+
 /* ---- every entry accounted for -------------------------------------------- */
 
 /* Makes root/ddd.../ddd... until the path is `length` bytes long (every
