@@ -40,6 +40,7 @@
 #include "harness/report/run_info.h"
 #include "harness/fuzz/signature.h"
 #include "harness/fuzz/signature_list.h"
+#include "harness/replay/replay.h"
 #include "harness/fuzz/dimensions.h"
 
 #define MAX_JOBS 16
@@ -540,8 +541,11 @@ static int on_result(campaign *c, const message *m) {
     /* Beyond the first few of a signature, failures are only counted. */
     if (e && e->count > c->o->max_per_signature) return 0;
     clear_progress(c);
+    /* kind, detail and key carry a candidate's words (an exception's message). */
+    char kind[4 * sizeof m->kind], detail[4 * sizeof m->detail], key[4 * sizeof m->signature.key];
     printf("FAIL case %lld [%s, family %s] %s: %s\n  signature: %s\n  __REPRO: %s\n", (long long)m->index,
-           kvc_variant(m->variant)->name, kvc_family_name(m->family), m->kind, m->detail, m->signature.key, repro);
+           kvc_variant(m->variant)->name, kvc_family_name(m->family), kvc_escape_text(m->kind, kind, sizeof kind),
+           kvc_escape_text(m->detail, detail, sizeof detail), kvc_escape_text(m->signature.key, key, sizeof key), repro);
     fflush(stdout);
     if (c->num_failures_listed < MAX_REPORTED_FAILURES) c->failures_list[c->num_failures_listed++] = (failure){.result = *m};
     return e != NULL;

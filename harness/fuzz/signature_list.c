@@ -1,5 +1,6 @@
 /* A campaign's failures by signature: see signature_list.h. */
 #include "harness/fuzz/signature_list.h"
+#include "harness/replay/replay.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -180,7 +181,9 @@ void kvc_signature_list_saved(kvc_signature_entry *e, int64_t index, int64_t tok
 
 void kvc_signature_entry_text(int number, const kvc_signature_entry *e, char *out, size_t size) {
     int merged = strcmp(e->stages, e->signature.stage) != 0;
-    int n = snprintf(out, size, "  [%d] %s  (%lld failure%s; %s%s%sregions: %s)\n", number, e->signature.key, (long long)e->count,
+    char key[4 * sizeof e->signature.key];   /* a candidate's words (an exception's class) escaped */
+    int n = snprintf(out, size, "  [%d] %s  (%lld failure%s; %s%s%sregions: %s)\n", number,
+                     kvc_escape_text(e->signature.key, key, sizeof key), (long long)e->count,
                      e->count == 1 ? "" : "s", merged ? "stages: " : "", merged ? e->stages : "", merged ? "; " : "",
                      e->signature.regions[0] ? e->signature.regions : "-");
     if (n < 0 || (size_t)n >= size) return;

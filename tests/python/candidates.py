@@ -59,5 +59,9 @@ def raises(case):
     raise ZeroDivisionError("planted")
 
 
+def raises_with_terminal_codes(case):
+    raise ValueError("\x1b[2J\x1b[31mcleared\x07")
+
+
 def rejects_everything(case):
     raise kvcmp.Rejected("planted refusal")

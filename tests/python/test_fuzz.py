@@ -78,6 +78,16 @@ def test_failure_kinds(tmp_path):
     assert result.ok and result.cases > 0 and result.cases_per_second > 0
 
 
+def test_candidate_text_is_escaped_on_the_terminal(tmp_path):
+    # A candidate's exception message reaches the FAIL line; its control
+    # characters are shown as \xNN, never sent to the terminal.
+    run = run_python(["fuzz", "--candidate", "candidates:raises_with_terminal_codes", "--stage", "v41.rope_quant",
+                      "--cases", "2", "--out", str(tmp_path / "o")], cwd=os.path.dirname(__file__))
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "FAIL case" in run.stdout and "\\x1b[2J" in run.stdout, run.stdout
+    assert "\x1b" not in run.stdout and "\x07" not in run.stdout, repr(run.stdout)
+
+
 def test_command_line_errors(tmp_path):
     run = run_python(["fuzz", "--candidate", "py:nocolon"], cwd=str(tmp_path))
     assert run.returncode == 2 and "py:FILE.py:FUNCTION" in run.stderr, run.stderr
