@@ -220,6 +220,16 @@ static inline cJSON *read_summary(const char *path) {
     return root;
 }
 
+/* A number of a campaign's summary JSON. */
+static inline double summary_number(const char *json_path, const char *key) {
+    cJSON *root = read_summary(json_path);
+    const cJSON *item = cJSON_GetObjectItemCaseSensitive(root, key);
+    cr_assert(cJSON_IsNumber(item), "no number %s in %s", key, json_path);
+    double v = item->valuedouble;
+    cJSON_Delete(root);
+    return v;
+}
+
 /* Entries of dir (hidden ones included); -1 if it does not exist. */
 static inline int entries_in(const char *dir, int *hidden) {
     DIR *d = opendir(dir);

@@ -29,15 +29,6 @@ static void make_paths(paths *p, const char *kind) {
     hostile_plugin(kind, p->plugin, sizeof p->plugin);
 }
 
-static double summary_number(const char *json_path, const char *key) {
-    cJSON *root = read_summary(json_path);
-    const cJSON *item = cJSON_GetObjectItemCaseSensitive(root, key);
-    cr_assert(cJSON_IsNumber(item), "no number %s in %s", key, json_path);
-    double v = item->valuedouble;
-    cJSON_Delete(root);
-    return v;
-}
-
 /* The failure_list kinds: how many, and how many equal `kind`. */
 static int failures_listed(const char *json_path, const char *kind, int *of_kind) {
     cJSON *root = read_summary(json_path);

@@ -30,15 +30,6 @@ static int failures_of_kind(const char *json_path, const char *kind) {
     return n;
 }
 
-static double summary_number(const char *json_path, const char *key) {
-    cJSON *root = read_summary(json_path);
-    const cJSON *item = cJSON_GetObjectItemCaseSensitive(root, key);
-    cr_assert(cJSON_IsNumber(item), "no number %s in %s", key, json_path);
-    double v = item->valuedouble;
-    cJSON_Delete(root);
-    return v;
-}
-
 Test(isolation, a_hanging_candidate_times_out_case_by_case, .timeout = 60) {
     char dir[64], save[512], json[512], plugin[512];
     temp_paths(dir, sizeof dir, save, json);
