@@ -302,6 +302,18 @@ static void shuffle(kvc_rng *r, int64_t *v, int64_t n) {
 
 static int closing(const gen *g, int64_t t) { return g->slot[t] >= 0 && (g->pos[t] + 1) % g->ratio == 0; }
 
+/* Request q's n tokens at positions history, history + 1 ...; their
+ * slots are resolved later (negative = padding). */
+static void add_request_tokens(gen *g, int q, int64_t history, int64_t n) {
+    g->start[q] = history;
+    g->count[q] = n;
+    for (int64_t i = 0; i < n; i++, g->T++) {
+        g->pos[g->T] = history + i;
+        g->req[g->T] = q;
+        g->slot[g->T] = 0;
+    }
+}
+
 /* Requests with a history before this step and a chunk in it: chunked
  * prefill, decode, or a speculative step of a few tokens. */
 /* Many requests of one or two tokens each, every request's last token a
@@ -315,13 +327,7 @@ static void plan_wide_batch(gen *g, int max_history) {
     for (int q = 0; q < g->num_requests; q++) {
         int64_t n = kvc_rng_range(g->r, 1, 2);
         int64_t history = kvc_rng_range(g->r, 0, max_history / g->ratio) * g->ratio + g->ratio - n;
-        g->start[q] = history;
-        g->count[q] = n;
-        for (int64_t i = 0; i < n; i++, g->T++) {
-            g->pos[g->T] = history + i;
-            g->req[g->T] = q;
-            g->slot[g->T] = 0;
-        }
+        add_request_tokens(g, q, history, n);
     }
 }
 
@@ -337,13 +343,7 @@ static void plan_large_batch(gen *g) {
     for (int q = 0; q < g->num_requests; q++) {
         int64_t n = past_8_mib ? kvc_rng_range(g->r, 65, 68) : kvc_rng_range(g->r, 25, 32);
         int64_t history = kvc_rng_range(g->r, 0, 40);
-        g->start[q] = history;
-        g->count[q] = n;
-        for (int64_t i = 0; i < n; i++, g->T++) {
-            g->pos[g->T] = history + i;
-            g->req[g->T] = q;
-            g->slot[g->T] = 0;
-        }
+        add_request_tokens(g, q, history, n);
     }
 }
 
@@ -368,14 +368,7 @@ static void plan_requests(gen *g, int max_history, int max_chunk) {
             history = 128 * group + 127 - kvc_rng_below(g->r, n);
         }
         if (g->T + n > SMALL_TOKENS - 4) n = 1;
-        g->start[q] = history;
-        g->count[q] = n;
-        for (int64_t i = 0; i < n; i++) {
-            g->pos[g->T] = history + i;
-            g->req[g->T] = q;
-            g->slot[g->T] = 0;   /* resolved later; negative = padding */
-            g->T++;
-        }
+        add_request_tokens(g, q, history, n);
     }
 }
 
