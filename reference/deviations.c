@@ -12,7 +12,8 @@
 #include "kvcmp/reference.h"
 #include "kvcmp/validate.h"
 
-_Thread_local kvc_deviation_id ref_active_deviations[2];
+_Thread_local kvc_deviation_id ref_active_deviations[REF_DEVIATION_SLOTS];
+_Static_assert(REF_DEVIATION_SLOTS == KVC_DIAGNOSIS_DEPTH, "an explanation's members are active at once");
 
 /* ---- the wrong versions of the format steps ----------------------------- */
 
@@ -165,13 +166,15 @@ int ref_deviant_v4_compress(const kvc_v4_compress_args *a, kvc_error *err) {
     kvc_v4_compress_args seen = *a;
     seen.slot_mapping = slots;
     kvc_error ignored = {0};
-    kvc_deviation_id saved[2] = {ref_active_deviations[0], ref_active_deviations[1]};
-    int other = saved[0] == KVC_DEV_STATE_SLOT_IGNORED ? 1 : 0;
-    ref_active_deviations[0] = saved[other];
-    ref_active_deviations[1] = KVC_DEV_NONE;
+    /* The other deviations stay on (packed, as the slots must be). */
+    kvc_deviation_id saved[REF_DEVIATION_SLOTS];
+    memcpy(saved, ref_active_deviations, sizeof saved);
+    int kept = 0;
+    for (int k = 0; k < REF_DEVIATION_SLOTS; k++)
+        if (saved[k] != KVC_DEV_STATE_SLOT_IGNORED) ref_active_deviations[kept++] = saved[k];
+    while (kept < REF_DEVIATION_SLOTS) ref_active_deviations[kept++] = KVC_DEV_NONE;
     int rc = ref_v4_compress(kvc_validate_v4_compress(&seen, &ignored) ? a : &seen, err);
-    ref_active_deviations[0] = saved[0];
-    ref_active_deviations[1] = saved[1];
+    memcpy(ref_active_deviations, saved, sizeof saved);
     free(slots);
     return rc;
 }
@@ -202,14 +205,19 @@ int kvc_deviation_find(const char *name) {
     return -1;
 }
 
+void kvc_deviation_activate_set(const int *ids, int count, int previous[KVC_DIAGNOSIS_DEPTH]) {
+    if (previous)
+        for (int k = 0; k < KVC_DIAGNOSIS_DEPTH; k++) previous[k] = (int)ref_active_deviations[k] - 1;
+    int on = 0;
+    for (int k = 0; k < count && on < REF_DEVIATION_SLOTS; k++)
+        if (in_catalogue(ids[k])) ref_active_deviations[on++] = (kvc_deviation_id)(ids[k] + 1);
+    while (on < REF_DEVIATION_SLOTS) ref_active_deviations[on++] = KVC_DEV_NONE;
+}
+
 void kvc_deviation_activate(int first, int second, int previous[2]) {
-    if (previous) {
-        previous[0] = (int)ref_active_deviations[0] - 1;
-        previous[1] = (int)ref_active_deviations[1] - 1;
-    }
-    if (!in_catalogue(first)) first = second, second = -1;
-    ref_active_deviations[0] = in_catalogue(first) ? (kvc_deviation_id)(first + 1) : KVC_DEV_NONE;
-    ref_active_deviations[1] = in_catalogue(second) ? (kvc_deviation_id)(second + 1) : KVC_DEV_NONE;
+    int pair[2] = {first, second}, before[KVC_DIAGNOSIS_DEPTH];
+    kvc_deviation_activate_set(pair, 2, before);
+    if (previous) previous[0] = before[0], previous[1] = before[1];
 }
 
 /* ---- one variant backend per deviation ------------------------------------ */
@@ -217,10 +225,10 @@ void kvc_deviation_activate(int first, int second, int previous[2]) {
 /* A variant's stage: the reference's, with its deviation on for the call. */
 #define DEVIATED_CALL(index, call)                                                                                                 \
     do {                                                                                                                           \
-        int previous[2];                                                                                                           \
-        kvc_deviation_activate(index, -1, previous);                                                                               \
+        int previous[KVC_DIAGNOSIS_DEPTH], one = index;                                                                            \
+        kvc_deviation_activate_set(&one, 1, previous);                                                                             \
         int rc = call;                                                                                                             \
-        kvc_deviation_activate(previous[0], previous[1], NULL);                                                                    \
+        kvc_deviation_activate_set(previous, KVC_DIAGNOSIS_DEPTH, NULL);                                                           \
         return rc;                                                                                                                 \
     } while (0)
 

@@ -1,8 +1,8 @@
 /* The catalogue of deviations (include/kvcmp/deviations.h): bugs kernel
  * authors write, each a switch that the reference's steps consult.  With
  * no deviation active (the default) every switch is off and the
- * reference is the contract; a variant backend turns one or two on for
- * the calls it makes (reference/deviations.c), so a variant is the same
+ * reference is the contract; a variant backend turns one on for the
+ * calls it makes (a diagnosis up to four), so a variant is the same
  * step functions with one step done the wrong way, never a copy.
  *
  * X(ID, name, SPEC.md place, what the variant does, in SPEC.md's terms). */
@@ -88,12 +88,18 @@ typedef enum {
     KVC_DEV_END
 } kvc_deviation_id;
 
-/* The deviations the calling thread's reference applies (KVC_DEV_NONE:
- * none); set only around a variant's calls (ref_deviation_call). */
-extern _Thread_local kvc_deviation_id ref_active_deviations[2];
+/* The deviations the calling thread's reference applies, packed from
+ * slot 0 (KVC_DEV_NONE after the last); set only around a variant's
+ * calls (kvc_deviation_activate_set).  As many slots as an explanation
+ * has members (KVC_DIAGNOSIS_DEPTH). */
+#define REF_DEVIATION_SLOTS 4
+extern _Thread_local kvc_deviation_id ref_active_deviations[REF_DEVIATION_SLOTS];
 
+/* Called in the reference's inner loops: with no deviation on (the
+ * contract) one load and one test. */
 static inline int ref_deviates(kvc_deviation_id d) {
-    return ref_active_deviations[0] == d || ref_active_deviations[1] == d;
+    const kvc_deviation_id *on = ref_active_deviations;
+    return on[0] != KVC_DEV_NONE && (on[0] == d || on[1] == d || on[2] == d || on[3] == d);
 }
 /* 1 when any deviation is active: the format steps check this first. */
 static inline int ref_deviating(void) { return ref_active_deviations[0] != KVC_DEV_NONE; }

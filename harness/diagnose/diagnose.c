@@ -2,33 +2,45 @@
  * (include/kvcmp/deviations.h). */
 #include "kvcmp/deviations.h"
 
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "kvcmp/run.h"
 
-int kvc_deviation_run_case(int first, int second, const kvc_case *c, const kvc_run_options *options, kvc_run_result *result) {
-    int previous[2];
-    kvc_deviation_activate(first, second, previous);
+int kvc_deviation_run_case_set(const int *ids, int count, const kvc_case *c, const kvc_run_options *options, kvc_run_result *result) {
+    int previous[KVC_DIAGNOSIS_DEPTH];
+    kvc_deviation_activate_set(ids, count, previous);
     int rc = kvc_run_case(&kvc_reference_backend, c, options, result);
-    kvc_deviation_activate(previous[0], previous[1], NULL);
+    kvc_deviation_activate_set(previous, KVC_DIAGNOSIS_DEPTH, NULL);
     return rc;
 }
 
-/* Same status and, when both ran, the same bytes in every output. */
-static int same_results(const kvc_run_result *a, const kvc_run_result *b) {
-    if (a->status != b->status) return 0;
-    if (a->status != KVC_OK) return 1;
-    if (a->num_outputs != b->num_outputs) return 0;
+int kvc_deviation_run_case(int first, int second, const kvc_case *c, const kvc_run_options *options, kvc_run_result *result) {
+    int pair[2] = {first, second};
+    return kvc_deviation_run_case_set(pair, 2, c, options, result);
+}
+
+/* No distance: another status, or outputs of another name or shape. */
+#define FAR SIZE_MAX
+
+/* The output bytes, over all outputs, where a and b differ: 0 when they
+ * are the same status and, when both ran, the same bytes. */
+static size_t distance(const kvc_run_result *a, const kvc_run_result *b) {
+    if (a->status != b->status) return FAR;
+    if (a->status != KVC_OK) return 0;
+    if (a->num_outputs != b->num_outputs) return FAR;
+    size_t differ = 0;
     for (int i = 0; i < a->num_outputs; i++) {
         const kvc_array *x = &a->outputs[i].array, *y = &b->outputs[i].array;
+        if (strcmp(a->outputs[i].name, b->outputs[i].name) != 0 || x->dtype != y->dtype || x->count != y->count) return FAR;
         size_t bytes = (size_t)x->count * (size_t)kvc_dtype_size(x->dtype);
-        if (strcmp(a->outputs[i].name, b->outputs[i].name) != 0 || x->dtype != y->dtype || x->count != y->count ||
-            memcmp(x->data, y->data, bytes) != 0)
-            return 0;
+        const uint8_t *p = x->data, *q = y->data;
+        for (size_t k = 0; k < bytes; k++) differ += p[k] != q[k];
     }
-    return 1;
+    return differ;
 }
 
 static double seconds_now(void) {
@@ -37,63 +49,142 @@ static double seconds_now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Runs the variant (first, second); 1 when it matches the candidate, and
- * *changes = whether it differs from the contract at all. */
-static int variant_matches(int first, int second, const kvc_case *c, const kvc_run_options *options, const kvc_run_result *candidate,
-                           const kvc_run_result *contract, int *changes) {
-    kvc_run_result r;
-    memset(&r, 0, sizeof r);
-    kvc_deviation_run_case(first, second, c, options, &r);
-    int matches = same_results(&r, candidate);
-    if (changes) *changes = !same_results(&r, contract);
-    kvc_run_result_free(&r);
-    return matches;
+typedef struct {
+    const kvc_case *c;
+    const kvc_run_options *options;
+    const kvc_run_result *candidate, *contract;
+    double deadline;   /* 0: none */
+    kvc_diagnosis *d;
+} diagnosis_run;
+
+/* Sets out_of_time once the deadline has passed. */
+static int out_of_time(diagnosis_run *r) {
+    if (r->deadline && seconds_now() > r->deadline) r->d->out_of_time = 1;
+    return r->d->out_of_time;
 }
 
-static void add_explanation(kvc_diagnosis *d, int first, int second) {
+/* The variant `set`'s distance from the candidate; *changes (may be
+ * NULL) = whether it differs from the contract at all. */
+static size_t variant_distance(const diagnosis_run *r, const int *set, int size, int *changes) {
+    kvc_run_result v;
+    memset(&v, 0, sizeof v);
+    kvc_deviation_run_case_set(set, size, r->c, r->options, &v);
+    size_t away = distance(&v, r->candidate);
+    if (changes) *changes = distance(&v, r->contract) != 0;
+    kvc_run_result_free(&v);
+    return away;
+}
+
+static int by_index(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
+
+/* Explanations are named in catalogue order: the same set, the same name. */
+static void add_explanation(kvc_diagnosis *d, const int *set, int size) {
     if (d->count == KVC_DIAGNOSIS_MAX) return;
-    d->first[d->count] = first;
-    d->second[d->count] = second;
-    d->count++;
+    int *members = d->members[d->count++];
+    for (int k = 0; k < KVC_DIAGNOSIS_DEPTH; k++) members[k] = k < size ? set[k] : -1;
+    qsort(members, (size_t)size, sizeof *members, by_index);
+}
+
+/* Two bugs at once: only deviations that change this case's outputs
+ * can be half of an explanation. */
+static void try_pairs(diagnosis_run *r, const int *changes) {
+    int n = kvc_deviation_count();
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n && changes[i]; j++) {
+            if (!changes[j]) continue;
+            if (out_of_time(r)) return;
+            int pair[2] = {i, j};
+            if (variant_distance(r, pair, 2, NULL) == 0) add_explanation(r->d, pair, 2);
+            r->d->pairs_run++;
+        }
+}
+
+/* Whether dropping any one member of the matching set spoils the match. */
+static int every_member_needed(diagnosis_run *r, const int *set, int size) {
+    for (int drop = 0; drop < size; drop++) {
+        int rest[KVC_DIAGNOSIS_DEPTH], n = 0;
+        for (int k = 0; k < size; k++)
+            if (k != drop) rest[n++] = set[k];
+        if (out_of_time(r)) return 0;
+        r->d->compositions_run++;
+        if (variant_distance(r, rest, n, NULL) == 0) return 0;
+    }
+    return 1;
+}
+
+/* Three or four bugs at once (real kernels carry several): greedy, from
+ * the changing single nearest the candidate, each step adding the
+ * deviation that brings the variant nearest, while it gets nearer. */
+static void compose(diagnosis_run *r, const int *changes, const size_t *single) {
+    int n = kvc_deviation_count(), set[KVC_DIAGNOSIS_DEPTH], size = 1;
+    set[0] = -1;
+    for (int i = 0; i < n; i++)
+        if (changes[i] && single[i] != FAR && (set[0] < 0 || single[i] < single[set[0]])) set[0] = i;
+    if (set[0] < 0) return;
+    size_t nearest = single[set[0]];
+    while (nearest && size < KVC_DIAGNOSIS_DEPTH) {
+        int best = -1;
+        for (int j = 0; j < n; j++) {
+            int member = 0;
+            for (int k = 0; k < size; k++) member |= set[k] == j;
+            if (member) continue;
+            if (out_of_time(r)) return;
+            set[size] = j;
+            size_t away = variant_distance(r, set, size + 1, NULL);
+            r->d->compositions_run++;
+            if (away < nearest) nearest = away, best = j;
+        }
+        if (best < 0) return;
+        set[size++] = best;
+    }
+    if (nearest == 0 && every_member_needed(r, set, size)) add_explanation(r->d, set, size);
 }
 
 int kvc_diagnose(const kvc_case *c, const kvc_run_options *options, const kvc_run_result *candidate, double seconds, kvc_diagnosis *d) {
     memset(d, 0, sizeof *d);
-    double deadline = seconds > 0 ? seconds_now() + seconds : 0;
     kvc_run_result contract;
     memset(&contract, 0, sizeof contract);
-    kvc_deviation_run_case(-1, -1, c, options, &contract);
+    kvc_deviation_run_case_set(NULL, 0, c, options, &contract);
+    diagnosis_run r = {c, options, candidate, &contract, seconds > 0 ? seconds_now() + seconds : 0, d};
     int n = kvc_deviation_count(), changes[256] = {0};
+    size_t single[256];
     for (int i = 0; i < n; i++) {
+        single[i] = variant_distance(&r, &i, 1, &changes[i]);
         /* A variant that writes the contract's bytes here explains no difference. */
-        if (variant_matches(i, -1, c, options, candidate, &contract, &changes[i]) && changes[i]) add_explanation(d, i, -1);
+        if (single[i] == 0 && changes[i]) add_explanation(d, &i, 1);
         d->singles_run++;
     }
-    /* Two bugs at once: only deviations that change this case's outputs
-     * can be half of an explanation. */
-    for (int i = 0; i < n && !d->count && !d->out_of_time; i++)
-        for (int j = i + 1; j < n && changes[i] && !d->out_of_time; j++) {
-            if (!changes[j]) continue;
-            if (deadline && seconds_now() > deadline) { d->out_of_time = 1; break; }
-            if (variant_matches(i, j, c, options, candidate, &contract, NULL)) add_explanation(d, i, j);
-            d->pairs_run++;
-        }
+    /* The contract's own bytes: nothing to explain, however composed. */
+    if (!d->count && distance(&contract, candidate) != 0) {
+        try_pairs(&r, changes);
+        if (!d->count && !d->out_of_time) compose(&r, changes, single);
+    }
     kvc_run_result_free(&contract);
     return d->count;
 }
 
+static int explanation_size(const kvc_diagnosis *d, int i) {
+    int size = 0;
+    while (size < KVC_DIAGNOSIS_DEPTH && d->members[i][size] >= 0) size++;
+    return size;
+}
+
 void kvc_diagnosis_name(const kvc_diagnosis *d, int i, char *out, size_t size) {
-    if (i < 0 || i >= d->count) { snprintf(out, size, "%s", ""); return; }
-    if (d->second[i] < 0) snprintf(out, size, "%s", kvc_deviation_name(d->first[i]));
-    else snprintf(out, size, "%s+%s", kvc_deviation_name(d->first[i]), kvc_deviation_name(d->second[i]));
+    snprintf(out, size, "%s", "");
+    if (i < 0 || i >= d->count) return;
+    size_t n = 0;
+    for (int k = 0; k < explanation_size(d, i) && n < size; k++)
+        n += (size_t)snprintf(out + n, size - n, "%s%s", k ? "+" : "", kvc_deviation_name(d->members[i][k]));
 }
 
 void kvc_diagnosis_text(const kvc_diagnosis *d, int i, char *out, size_t size) {
-    if (i < 0 || i >= d->count) { snprintf(out, size, "%s", ""); return; }
-    if (d->second[i] < 0) snprintf(out, size, "%s (%s)", kvc_deviation_name(d->first[i]), kvc_deviation_spec(d->first[i]));
-    else
-        snprintf(out, size, "%s (%s) + %s (%s)", kvc_deviation_name(d->first[i]), kvc_deviation_spec(d->first[i]),
-                 kvc_deviation_name(d->second[i]), kvc_deviation_spec(d->second[i]));
+    snprintf(out, size, "%s", "");
+    if (i < 0 || i >= d->count) return;
+    size_t n = 0;
+    for (int k = 0; k < explanation_size(d, i) && n < size; k++) {
+        int member = d->members[i][k];
+        n += (size_t)snprintf(out + n, size - n, "%s%s (%s)", k ? " + " : "", kvc_deviation_name(member), kvc_deviation_spec(member));
+    }
 }
 
 void kvc_diagnose_clause(const kvc_case *c, const kvc_run_options *options, const kvc_run_result *candidate, double seconds, char *out,
@@ -102,9 +193,9 @@ void kvc_diagnose_clause(const kvc_case *c, const kvc_run_options *options, cons
     kvc_diagnose(c, options, candidate, seconds, &d);
     size_t n = (size_t)snprintf(out, size, "%s", d.count ? "explained by: " : "unexplained by the deviation catalogue");
     for (int i = 0; i < d.count && n < size; i++) {
-        char text[300];
+        char text[600];
         kvc_diagnosis_text(&d, i, text, sizeof text);
         n += (size_t)snprintf(out + n, size - n, "%s%s", i ? ", " : "", text);
     }
-    if (d.out_of_time && n < size) snprintf(out + n, size - n, ", pairs not all tried");
+    if (d.out_of_time && n < size) snprintf(out + n, size - n, ", out of time: compositions not all tried");
 }

@@ -75,7 +75,7 @@ void kvc_fuzz_signature_diagnose(const kvc_fuzz_target *target, const kvc_case *
     size_t n = 0;
     s->explained_by[0] = 0;
     for (int i = 0; i < d.count && n < sizeof s->explained_by; i++) {
-        char name[100];
+        char name[sizeof s->explained_by];
         kvc_diagnosis_name(&d, i, name, sizeof name);
         /* Whole names only: a list cut in a name would name another deviation. */
         if (n + strlen(name) + 2 > sizeof s->explained_by) break;

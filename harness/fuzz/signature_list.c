@@ -191,8 +191,8 @@ void kvc_signature_entry_text(int number, const kvc_signature_entry *e, char *ou
         char explanation[600];
         kvc_explanation_text(e->signature.explained_by, explanation, sizeof explanation);
         if (explanation[0]) n += snprintf(out + n, size - (size_t)n, "      explained by: %s\n", explanation);
-        else n += snprintf(out + n, size - (size_t)n, "      unexplained: no deviation of the catalogue (include/kvcmp/deviations.h), alone or in a "
-                                                      "pair, writes these bytes; the cause class is read from the bytes\n");
+        else n += snprintf(out + n, size - (size_t)n, "      unexplained: no deviation of the catalogue (include/kvcmp/deviations.h), alone or "
+                                                      "composed (up to 4), writes these bytes; the cause class is read from the bytes\n");
         if ((size_t)n >= size) return;
     }
     n += snprintf(out + n, size - (size_t)n, "      first: case %lld  __REPRO: %s\n", (long long)e->first_case, e->first_repro);

@@ -128,7 +128,7 @@ static kvc_parity_group *count_case(kvc_parity_report *report, const kvc_case *c
     return g;
 }
 
-/* What a differing case's diagnosis may spend on pairs of deviations. */
+/* What a differing case's diagnosis may spend on compositions of deviations. */
 #define PARITY_DIAGNOSIS_SECONDS 1.0
 
 /* Which deviations write the other side's bytes (`other`: the case's
@@ -149,7 +149,7 @@ static void diagnose_case(kvc_parity_group *g, const kvc_case *c, const kvc_run_
     kvc_diagnosis d;
     if (!kvc_diagnose(c, &options, &other, PARITY_DIAGNOSIS_SECONDS, &d)) { g->unexplained_cases++; return; }
     for (int i = 0; i < d.count; i++) {
-        char name[100];
+        char name[sizeof g->explanation[0]];
         kvc_diagnosis_name(&d, i, name, sizeof name);
         int k = 0;
         while (k < g->num_explanations && strcmp(g->explanation[k], name) != 0) k++;

@@ -390,7 +390,7 @@ static void parity_markdown(FILE *f, const kvc_parity_report *r, const char *whe
                         r->groups[i].stage, kvc_parity_cause_name(c), kvc_cause_slug(c), (long long)r->groups[i].causes[c],
                         r->groups[i].example[c], r->groups[i].example_dir[c]);
     fprintf(f, "\n## Diagnosis\n\nThe deviations of the catalogue (include/kvcmp/deviations.h) whose outputs equal the upstream "
-               "bytes of a differing case exactly, alone or in pairs; a case may fit several.\n\n"
+               "bytes of a differing case exactly, alone or composed (a+b+c: up to 4 at once); a case may fit several.\n\n"
                "| source | stage | explained by | cases |\n|---|---|---|---:|\n");
     for (int i = 0; i < r->num_groups; i++) {
         const kvc_parity_group *g = &r->groups[i];

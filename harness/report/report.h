@@ -144,7 +144,7 @@ typedef struct {
     /* The diagnosis of its differing cases (include/kvcmp/deviations.h):
      * how many each explanation names, and those none does. */
     int num_explanations;
-    char explanation[KVC_PARITY_EXPLANATIONS][100];   /* "bf16-half-away", a pair "a+b" */
+    char explanation[KVC_PARITY_EXPLANATIONS][160];   /* "bf16-half-away", a composition "a+b+c" */
     int explained_cases[KVC_PARITY_EXPLANATIONS];
     int unexplained_cases;
 } kvc_parity_group;

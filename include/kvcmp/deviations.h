@@ -6,8 +6,9 @@
  * (reference/deviations.h): its variant is the reference's own step
  * functions with that one step done the wrong way.
  *
- * Diagnosis runs the variants, alone and in pairs, on a failing case and
- * names those whose outputs equal the candidate's bytes exactly: the
+ * Diagnosis runs the variants, alone, in pairs and composed up to four at
+ * once, on a failing case and names those whose outputs equal the
+ * candidate's bytes exactly: the
  * fuzzer's signatures, replay's FAIL lines and the reports say which
  * line of a kernel is wrong, not only which bytes differ. */
 #ifndef KVCMP_DEVIATIONS_H
@@ -31,41 +32,63 @@ int kvc_deviation_find(const char *name);           /* -1 if none */
  * `--candidate deviation:bf16-half-away`, kvc_backend_by_name). */
 const kvc_backend *kvc_deviation_backend(int index);
 
+/* The most deviations on at once: the members of one explanation. */
+#define KVC_DIAGNOSIS_DEPTH 4
+
 /* Turns deviations first and second (-1: none) on for the reference's
  * calls on this thread, until the next call; previous (may be NULL)
- * receives the pair that was active.  (-1, -1) is the contract. */
+ * receives the first two of those that were active.  (-1, -1) is the
+ * contract. */
 void kvc_deviation_activate(int first, int second, int previous[2]);
+
+/* Turns the deviations ids[0 .. count-1] on as kvc_deviation_activate
+ * does: indices outside the catalogue (-1) are skipped, those after the
+ * first KVC_DIAGNOSIS_DEPTH valid ones ignored; previous (may be NULL)
+ * receives the set that was active, -1 after its last member. */
+void kvc_deviation_activate_set(const int *ids, int count, int previous[KVC_DIAGNOSIS_DEPTH]);
 
 /* Runs case c on the reference with deviations first and second (-1:
  * none) active; as kvc_run_case. */
 int kvc_deviation_run_case(int first, int second, const kvc_case *c, const kvc_run_options *options, kvc_run_result *result);
 
+/* Runs case c on the reference with the set ids[0 .. count-1] active (as
+ * kvc_deviation_activate_set takes it); as kvc_run_case. */
+int kvc_deviation_run_case_set(const int *ids, int count, const kvc_case *c, const kvc_run_options *options, kvc_run_result *result);
+
 #define KVC_DIAGNOSIS_MAX 8
 
 typedef struct {
-    int count;                            /* explanations found */
-    int first[KVC_DIAGNOSIS_MAX];         /* deviation indices of explanation i */
-    int second[KVC_DIAGNOSIS_MAX];        /* -1 for a single deviation */
-    int singles_run, pairs_run;
-    int out_of_time;                      /* pairs were left untried */
+    int count;                                        /* explanations found */
+    int members[KVC_DIAGNOSIS_MAX][KVC_DIAGNOSIS_DEPTH];   /* explanation i's deviation indices in
+                                                         catalogue order, -1 after its last */
+    int singles_run, pairs_run, compositions_run;     /* variants run alone, in pairs, in the search */
+    int out_of_time;                                  /* pairs or compositions were left untried */
 } kvc_diagnosis;
 
 /* Which deviations explain `candidate`, the candidate's run of case c
  * under `options`: every single one whose variant gives the same status
  * and, when it ran, the same output bytes, and differs from the contract
- * there (a variant that changes nothing explains nothing); when no single one does, the
- * pairs of those that change c's outputs at all, until `seconds` have
- * passed (<= 0: no limit).  Returns d->count (0: unexplained). */
+ * there (a variant that changes nothing explains nothing).  When no
+ * single one does, the pairs of those that change c's outputs at all;
+ * when no pair does either, one composition of up to
+ * KVC_DIAGNOSIS_DEPTH, searched greedily: from the changing single
+ * whose outputs differ from the candidate's in the fewest bytes, add the
+ * deviation that lowers that count most, until it is 0 or nothing lowers
+ * it.  A composition explains only when it matches exactly and each of
+ * its members is needed (without any one it no longer matches).  Pairs
+ * and the search run until `seconds` have passed (<= 0: no limit).
+ * Returns d->count (0: unexplained). */
 int kvc_diagnose(const kvc_case *c, const kvc_run_options *options, const kvc_run_result *candidate, double seconds, kvc_diagnosis *d);
 
-/* Explanation i as a name ("bf16-half-away", a pair "a+b") or with its
- * SPEC places ("bf16-half-away (SPEC 1 bf16)"). */
+/* Explanation i as a name ("bf16-half-away", a composition "a+b+c") or
+ * with its SPEC places ("bf16-half-away (SPEC 1 bf16)", "a (SPEC x) +
+ * b (SPEC y)"). */
 void kvc_diagnosis_name(const kvc_diagnosis *d, int i, char *out, size_t size);
 void kvc_diagnosis_text(const kvc_diagnosis *d, int i, char *out, size_t size);
 
 /* kvc_diagnose as one clause of a FAIL line: "explained by: a (SPEC x),
- * b (SPEC y)" or "unexplained by the deviation catalogue" (", pairs not
- * all tried" when the time ran out). */
+ * b (SPEC y)" or "unexplained by the deviation catalogue" (", out of
+ * time: compositions not all tried" when the time ran out). */
 void kvc_diagnose_clause(const kvc_case *c, const kvc_run_options *options, const kvc_run_result *candidate, double seconds, char *out,
                          size_t size);
 
