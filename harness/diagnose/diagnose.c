@@ -1,6 +1,6 @@
 /* Diagnosis of a failing case against the catalogue of deviations
  * (include/kvcmp/deviations.h). */
-#include "kvcmp/deviations.h"
+#include "harness/diagnose/diagnose.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -99,45 +99,60 @@ static void try_pairs(diagnosis_run *r, const int *changes) {
         }
 }
 
-/* Whether dropping any one member of the matching set spoils the match. */
-static int every_member_needed(diagnosis_run *r, const int *set, int size) {
+int kvc_diagnose_unneeded_member(const kvc_case *c, const kvc_run_options *options, const kvc_run_result *candidate, const int *set,
+                                 int size) {
     for (int drop = 0; drop < size; drop++) {
         int rest[KVC_DIAGNOSIS_DEPTH], n = 0;
         for (int k = 0; k < size; k++)
             if (k != drop) rest[n++] = set[k];
-        if (out_of_time(r)) return 0;
-        r->d->compositions_run++;
-        if (variant_distance(r, rest, n, NULL) == 0) return 0;
+        kvc_run_result v;
+        memset(&v, 0, sizeof v);
+        kvc_deviation_run_case_set(rest, n, c, options, &v);
+        size_t away = distance(&v, candidate);
+        kvc_run_result_free(&v);
+        if (away == 0) return drop;
     }
-    return 1;
+    return -1;
 }
 
 /* Three or four bugs at once (real kernels carry several): greedy, from
- * the changing single nearest the candidate, each step adding the
- * deviation that brings the variant nearest, while it gets nearer. */
-static void compose(diagnosis_run *r, const int *changes, const size_t *single) {
-    int n = kvc_deviation_count(), set[KVC_DIAGNOSIS_DEPTH], size = 1;
-    set[0] = -1;
-    for (int i = 0; i < n; i++)
-        if (changes[i] && single[i] != FAR && (set[0] < 0 || single[i] < single[set[0]])) set[0] = i;
-    if (set[0] < 0) return;
-    size_t nearest = single[set[0]];
+ * the single `start`, each step adding the deviation that brings the
+ * variant nearest the candidate, while it gets nearer. */
+static int compose_from(diagnosis_run *r, int start, size_t nearest) {
+    int n = kvc_deviation_count(), set[KVC_DIAGNOSIS_DEPTH] = {start}, size = 1;
     while (nearest && size < KVC_DIAGNOSIS_DEPTH) {
         int best = -1;
         for (int j = 0; j < n; j++) {
             int member = 0;
             for (int k = 0; k < size; k++) member |= set[k] == j;
             if (member) continue;
-            if (out_of_time(r)) return;
+            if (out_of_time(r)) return 0;
             set[size] = j;
             size_t away = variant_distance(r, set, size + 1, NULL);
             r->d->compositions_run++;
             if (away < nearest) nearest = away, best = j;
         }
-        if (best < 0) return;
+        if (best < 0) return 0;
         set[size++] = best;
     }
-    if (nearest == 0 && every_member_needed(r, set, size)) add_explanation(r->d, set, size);
+    if (nearest || kvc_diagnose_unneeded_member(r->c, r->options, r->candidate, set, size) >= 0) return 0;
+    add_explanation(r->d, set, size);
+    return 1;
+}
+
+/* A greedy search can take a wrong first step: the searches start from
+ * each changing single in turn, the nearest the candidate first, until
+ * one finds an explanation or the time runs out. */
+static void compose(diagnosis_run *r, const int *changes, const size_t *single) {
+    int n = kvc_deviation_count(), tried[256] = {0};
+    for (;;) {
+        int start = -1;
+        for (int i = 0; i < n; i++)
+            if (changes[i] && !tried[i] && single[i] != FAR && (start < 0 || single[i] < single[start])) start = i;
+        if (start < 0) return;
+        tried[start] = 1;
+        if (compose_from(r, start, single[start]) || r->d->out_of_time) return;
+    }
 }
 
 int kvc_diagnose(const kvc_case *c, const kvc_run_options *options, const kvc_run_result *candidate, double seconds, kvc_diagnosis *d) {

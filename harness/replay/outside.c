@@ -151,7 +151,7 @@ int kvc_outside_status_verdict(const kvc_case *c, const kvc_outside_status *stat
     return 0;
 }
 
-/* What a differing case's diagnosis may spend on pairs of deviations. */
+/* What a differing case's diagnosis may spend on pairs and compositions of deviations. */
 #define OUTSIDE_DIAGNOSIS_SECONDS 2.0
 
 int kvc_compare_outside(const kvc_case *c, const kvc_outside_status *status, kvc_policy policy, kvc_compare_report *report,

@@ -126,7 +126,7 @@ static int known_difference(const char *dir, const kvc_case *c, const kvc_replay
     return 1;
 }
 
-/* What a failing case's diagnosis may spend on pairs of deviations. */
+/* What a failing case's diagnosis may spend on pairs and compositions of deviations. */
 #define REPLAY_DIAGNOSIS_SECONDS 2.0
 
 /* Runs a loaded case and judges it: the verdict, with why in detail. */

@@ -71,12 +71,14 @@ typedef struct {
  * there (a variant that changes nothing explains nothing).  When no
  * single one does, the pairs of those that change c's outputs at all;
  * when no pair does either, one composition of up to
- * KVC_DIAGNOSIS_DEPTH, searched greedily: from the changing single
- * whose outputs differ from the candidate's in the fewest bytes, add the
- * deviation that lowers that count most, until it is 0 or nothing lowers
- * it.  A composition explains only when it matches exactly and each of
- * its members is needed (without any one it no longer matches).  Pairs
- * and the search run until `seconds` have passed (<= 0: no limit).
+ * KVC_DIAGNOSIS_DEPTH, searched greedily: from a changing single, add
+ * the deviation that lowers most the number of output bytes where the
+ * variant differs from the candidate, until that is 0 or nothing lowers
+ * it; the searches start from the single nearest the candidate, then the
+ * next nearest, until one explains.  A composition explains only when it
+ * matches exactly and each of its members is needed (without any one it
+ * no longer matches).  Pairs and compositions are tried until `seconds`
+ * have passed (<= 0: no limit).
  * Returns d->count (0: unexplained). */
 int kvc_diagnose(const kvc_case *c, const kvc_run_options *options, const kvc_run_result *candidate, double seconds, kvc_diagnosis *d);
 

@@ -15,6 +15,7 @@
 #include <criterion/parameterized.h>
 
 #include "cli/commands.h"
+#include "harness/diagnose/diagnose.h"
 #include "harness/fuzz/run.h"
 #include "harness/fuzz/signature.h"
 #include "harness/fuzz/signature_list.h"
@@ -78,6 +79,27 @@ Test(deviations, activate_shifts_a_lone_second_and_reports_the_previous_pair) {
     cr_expect_eq(previous[1], 7);
     kvc_deviation_activate(-1, -1, previous);
     cr_expect_eq(previous[0], -1);
+}
+
+Test(deviations, activate_set_turns_on_the_first_four_valid_and_reports_the_previous_set) {
+    int ids[] = {-1, 2, kvc_deviation_count(), 5, 7, -7, 9, 11}, previous[KVC_DIAGNOSIS_DEPTH], pair[2];
+    kvc_deviation_activate_set(ids, 8, NULL);
+    /* The pair call sees the first two of the four. */
+    kvc_deviation_activate(1, -1, pair);
+    cr_expect_eq(pair[0], 2);
+    cr_expect_eq(pair[1], 5);
+    kvc_deviation_activate_set(NULL, 0, previous);
+    cr_expect_eq(previous[0], 1);
+    cr_expect_eq(previous[1], -1);
+    kvc_deviation_activate_set(ids, 8, NULL);
+    kvc_deviation_activate_set(ids, 1, previous);
+    cr_expect_eq(previous[0], 2);
+    cr_expect_eq(previous[1], 5);
+    cr_expect_eq(previous[2], 7);
+    cr_expect_eq(previous[3], 9);
+    /* ids[0] alone is outside the catalogue: the contract. */
+    kvc_deviation_activate_set(NULL, 0, previous);
+    for (int k = 0; k < KVC_DIAGNOSIS_DEPTH; k++) cr_expect_eq(previous[k], -1);
 }
 
 /* ---- diagnosis of one case ---------------------------------------------- */
@@ -164,6 +186,7 @@ Test(diagnose, two_bugs_at_once_are_named_as_a_pair_within_the_time_allowed) {
     cr_assert_geq(kvc_diagnose(&c, &options, &candidate, 0, &d), 1);
     cr_expect(explains(&d, "rope-row-p+bf16-truncation") || explains(&d, "bf16-truncation+rope-row-p"));
     cr_expect_gt(d.pairs_run, 0);
+    cr_expect_eq(d.compositions_run, 0);
     cr_expect_eq(d.out_of_time, 0);
     char text[300];
     kvc_diagnosis_text(&d, 0, text, sizeof text);
@@ -171,6 +194,205 @@ Test(diagnose, two_bugs_at_once_are_named_as_a_pair_within_the_time_allowed) {
     /* No time for pairs: said so, and nothing named. */
     cr_expect_eq(kvc_diagnose(&c, &options, &candidate, 1e-9, &d), 0);
     cr_expect_eq(d.out_of_time, 1);
+    kvc_run_result_free(&candidate);
+    kvc_case_free(&c);
+}
+
+/* ---- compositions of three or four ------------------------------------------ */
+
+/* The reference's run of c with the deviations of set on. */
+static void planted_set(const int *set, int size, const kvc_case *c, kvc_run_result *r) {
+    kvc_run_options options = {.canary = 0xA5};
+    memset(r, 0, sizeof *r);
+    cr_assert_eq(kvc_deviation_run_case_set(set, size, c, &options, r), KVC_OK, "%s", r->error.message);
+}
+
+static int same_bytes(const kvc_run_result *a, const kvc_run_result *b) {
+    if (a->num_outputs != b->num_outputs) return 0;
+    for (int i = 0; i < a->num_outputs; i++)
+        if (memcmp(a->outputs[i].array.data, b->outputs[i].array.data,
+                   (size_t)a->outputs[i].array.count * (size_t)kvc_dtype_size(a->outputs[i].array.dtype)) != 0)
+            return 0;
+    return 1;
+}
+
+/* The first R = 2 bf16 plain insert case of seed 1: its closing
+ * positions are odd, so rope-row-p changes its RoPE dims. */
+static void r2_plain_insert_case(kvc_case *c) {
+    for (int64_t index = 0;; index++) {
+        support_make_case("v41.rope_plain_insert/bf16", KVC_FAM_NORMAL, 1, index, c);
+        if (c->compress_ratio == 2) return;
+        kvc_case_free(c);
+        cr_assert_lt(index, 50, "no R = 2 case among the first 50");
+    }
+}
+
+static int find(const char *name) {
+    int i = kvc_deviation_find(name);
+    cr_assert_geq(i, 0, "no deviation %s", name);
+    return i;
+}
+
+Test(diagnose, three_bugs_at_once_are_named_as_that_triple) {
+    kvc_case c;
+    r2_plain_insert_case(&c);
+    kvc_run_options options = {.canary = 0xA5};
+    int triple[3] = {find("bf16-truncation"), find("rope-row-p"), find("rope-inverse")};
+    kvc_run_result candidate;
+    planted_set(triple, 3, &c, &candidate);
+    kvc_diagnosis d;
+    cr_assert_eq(kvc_diagnose(&c, &options, &candidate, 0, &d), 1);
+    char text[300];
+    kvc_diagnosis_name(&d, 0, text, sizeof text);
+    cr_expect_str_eq(text, "rope-inverse+rope-row-p+bf16-truncation");
+    cr_expect_gt(d.pairs_run, 0);
+    cr_expect_gt(d.compositions_run, 0);
+    cr_expect_eq(d.out_of_time, 0);
+    kvc_diagnosis_text(&d, 0, text, sizeof text);
+    cr_expect_str_eq(text, "rope-inverse (SPEC 4.2 step 7) + rope-row-p (SPEC 4.2 step 7) + bf16-truncation (SPEC 1 bf16)");
+    kvc_diagnose_clause(&c, &options, &candidate, 0, text, sizeof text);
+    cr_expect_str_eq(text, "explained by: rope-inverse (SPEC 4.2 step 7) + rope-row-p (SPEC 4.2 step 7) + bf16-truncation (SPEC 1 bf16)");
+    kvc_run_result_free(&candidate);
+    kvc_case_free(&c);
+}
+
+/* RoPE's rotation, its bf16 store, the block scale and the fp8 codes: each
+ * changes this case's bytes its own way, the fourth slot included. */
+Test(diagnose, four_bugs_in_four_steps_are_named_as_that_set) {
+    kvc_case c;
+    support_make_case("v4.compress/d512/r4", KVC_FAM_NORMAL, 1, 0, &c);
+    kvc_run_options options = {.canary = 0xA5};
+    int four[4] = {find("fp8-truncation"), find("scale-exponent-floor"), find("bf16-truncation"), find("rope-inverse")};
+    kvc_run_result candidate;
+    planted_set(four, 4, &c, &candidate);
+    kvc_diagnosis d;
+    cr_assert_eq(kvc_diagnose(&c, &options, &candidate, 0, &d), 1);
+    char text[300];
+    kvc_diagnosis_name(&d, 0, text, sizeof text);
+    cr_expect_str_eq(text, "rope-inverse+bf16-truncation+fp8-truncation+scale-exponent-floor");
+    kvc_run_result_free(&candidate);
+    kvc_case_free(&c);
+}
+
+/* state-slot-ignored reruns the stage on the batch its kernel sees, with
+ * itself switched off: the other deviations of the set stay on. */
+Test(deviations, a_set_with_state_slot_ignored_keeps_the_others_on) {
+    int ignored = find("state-slot-ignored"), truncation = find("fp8-truncation");
+    kvc_case c;
+    kvc_run_result contract, alone, both, other;
+    for (int64_t index = 0;; index++) {
+        cr_assert_lt(index, 400, "state-slot-ignored changes none of the first 400 cases");
+        support_make_case("v4.compress/d128/r4", KVC_FAM_NORMAL, 1, index, &c);
+        planted_set(NULL, 0, &c, &contract);
+        planted_set(&ignored, 1, &c, &alone);
+        if (!same_bytes(&contract, &alone)) break;
+        kvc_run_result_free(&contract);
+        kvc_run_result_free(&alone);
+        kvc_case_free(&c);
+    }
+    int set[4] = {truncation, ignored, find("rope-inverse"), find("scale-exponent-floor")}, previous[KVC_DIAGNOSIS_DEPTH];
+    planted_set(&truncation, 1, &c, &other);
+    cr_assert(!same_bytes(&contract, &other), "fp8-truncation changes nothing here");
+    planted_set(set, 2, &c, &both);
+    cr_expect(!same_bytes(&both, &alone), "fp8-truncation was switched off with state-slot-ignored");
+    cr_expect(!same_bytes(&both, &other), "state-slot-ignored had no effect with fp8-truncation");
+    kvc_run_result_free(&both);
+    /* The set active before the run is active after it. */
+    kvc_deviation_activate_set(set, 4, NULL);
+    planted_set(set, 2, &c, &both);
+    kvc_deviation_activate_set(NULL, 0, previous);
+    for (int k = 0; k < KVC_DIAGNOSIS_DEPTH; k++) cr_expect_eq(previous[k], set[k]);
+    kvc_run_result_free(&both);
+    kvc_run_result_free(&other);
+    kvc_run_result_free(&alone);
+    kvc_run_result_free(&contract);
+    kvc_case_free(&c);
+}
+
+Test(diagnose, a_byte_no_composition_writes_leaves_the_case_unexplained) {
+    kvc_case c;
+    r2_plain_insert_case(&c);
+    kvc_run_options options = {.canary = 0xA5};
+    int triple[3] = {find("bf16-truncation"), find("rope-row-p"), find("rope-inverse")};
+    kvc_run_result candidate;
+    planted_set(triple, 3, &c, &candidate);
+    /* One more bit flipped in the first byte of the first output. */
+    ((uint8_t *)candidate.outputs[0].array.data)[0] ^= 0x40;
+    kvc_diagnosis d;
+    cr_expect_eq(kvc_diagnose(&c, &options, &candidate, 0, &d), 0);
+    cr_expect_gt(d.compositions_run, 0);
+    cr_expect_eq(d.out_of_time, 0);
+    char text[300];
+    kvc_diagnose_clause(&c, &options, &candidate, 0, text, sizeof text);
+    cr_expect_str_eq(text, "unexplained by the deviation catalogue");
+    kvc_run_result_free(&candidate);
+    kvc_case_free(&c);
+}
+
+Test(diagnose, a_member_the_others_mask_is_not_needed) {
+    kvc_case c;
+    r2_plain_insert_case(&c);
+    kvc_run_options options = {.canary = 0xA5};
+    /* bf16-truncation decides every finite bf16 rounding: bf16-half-away
+     * with it changes nothing. */
+    int masked[3] = {find("bf16-half-away"), find("bf16-truncation"), find("rope-row-p")};
+    kvc_run_result candidate, without;
+    planted_set(masked, 3, &c, &candidate);
+    planted_set(masked + 1, 2, &c, &without);
+    cr_assert(same_bytes(&candidate, &without), "half-away is not masked by truncation here");
+    cr_expect_eq(kvc_diagnose_unneeded_member(&c, &options, &candidate, masked, 3), 0);
+    cr_expect_eq(kvc_diagnose_unneeded_member(&c, &options, &candidate, masked + 1, 2), -1);
+    kvc_run_result_free(&without);
+    kvc_run_result_free(&candidate);
+    kvc_case_free(&c);
+}
+
+/* A state-saving case with one signalling NaN in a saved kv row: only
+ * save-kv-nan-canonical (which rewrites it) changes its outputs. */
+static void one_nan_save_case(kvc_case *c) {
+    support_make_case("v4.save_partial_states/d128/r4", KVC_FAM_NORMAL, 1, 0, c);
+    kvc_array *kv = kvc_case_get(c, "kv"), *slots = kvc_case_get(c, "slot_mapping");
+    cr_assert(kv && slots && kv->dtype == KVC_DT_F4);
+    int64_t t = 0;
+    while (t < slots->count && ((int64_t *)slots->data)[t] < 0) t++;
+    cr_assert_lt(t, slots->count, "no token is saved");
+    uint32_t signalling = 0x7F800001u;
+    memcpy((float *)kv->data + t * kv->shape[1], &signalling, sizeof signalling);
+    kvc_run_result contract, variant;
+    planted_set(NULL, 0, c, &contract);
+    int changing = 0;
+    for (int i = 0; i < kvc_deviation_count(); i++) {
+        planted_set(&i, 1, c, &variant);
+        if (!same_bytes(&contract, &variant)) {
+            changing++;
+            cr_expect_str_eq(kvc_deviation_name(i), "save-kv-nan-canonical");
+        }
+        kvc_run_result_free(&variant);
+    }
+    cr_assert_eq(changing, 1);
+    kvc_run_result_free(&contract);
+}
+
+Test(diagnose, out_of_time_before_the_compositions_is_said) {
+    kvc_case c;
+    one_nan_save_case(&c);
+    kvc_run_options options = {.canary = 0xA5};
+    kvc_run_result candidate;
+    planted_set(NULL, 0, &c, &candidate);
+    ((uint8_t *)candidate.outputs[0].array.data)[0] ^= 0x40;
+    /* One changing deviation: no pair to try, straight to the search. */
+    kvc_diagnosis d;
+    cr_expect_eq(kvc_diagnose(&c, &options, &candidate, 1e-9, &d), 0);
+    cr_expect_eq(d.pairs_run, 0);
+    cr_expect_eq(d.compositions_run, 0);
+    cr_expect_eq(d.out_of_time, 1);
+    char text[300];
+    kvc_diagnose_clause(&c, &options, &candidate, 1e-9, text, sizeof text);
+    cr_expect_str_eq(text, "unexplained by the deviation catalogue, out of time: compositions not all tried");
+    /* With time, every composition from that one deviation is tried. */
+    cr_expect_eq(kvc_diagnose(&c, &options, &candidate, 0, &d), 0);
+    cr_expect_gt(d.compositions_run, 0);
+    cr_expect_eq(d.out_of_time, 0);
     kvc_run_result_free(&candidate);
     kvc_case_free(&c);
 }
