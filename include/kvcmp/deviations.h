@@ -8,9 +8,9 @@
  *
  * Diagnosis runs the variants, alone, in pairs and composed up to four at
  * once, on a failing case and names those whose outputs equal the
- * candidate's bytes exactly: the
- * fuzzer's signatures, replay's FAIL lines and the reports say which
- * line of a kernel is wrong, not only which bytes differ. */
+ * candidate's bytes exactly: the fuzzer's signatures, replay's FAIL lines
+ * and the reports say which line of a kernel is wrong, not only which
+ * bytes differ. */
 #ifndef KVCMP_DEVIATIONS_H
 #define KVCMP_DEVIATIONS_H
 
@@ -58,11 +58,12 @@ int kvc_deviation_run_case_set(const int *ids, int count, const kvc_case *c, con
 #define KVC_DIAGNOSIS_MAX 8
 
 typedef struct {
-    int count;                                        /* explanations found */
+    int count;                                             /* explanations found */
     int members[KVC_DIAGNOSIS_MAX][KVC_DIAGNOSIS_DEPTH];   /* explanation i's deviation indices in
-                                                         catalogue order, -1 after its last */
-    int singles_run, pairs_run, compositions_run;     /* variants run alone, in pairs, in the search */
-    int out_of_time;                                  /* pairs or compositions were left untried */
+                                                              catalogue order, -1 after its last */
+    int singles_run, pairs_run, compositions_run;          /* variants run alone, in pairs, in the
+                                                              greedy search's steps */
+    int out_of_time;                                       /* pairs or compositions were left untried */
 } kvc_diagnosis;
 
 /* Which deviations explain `candidate`, the candidate's run of case c
@@ -78,8 +79,7 @@ typedef struct {
  * next nearest, until one explains.  A composition explains only when it
  * matches exactly and each of its members is needed (without any one it
  * no longer matches).  Pairs and compositions are tried until `seconds`
- * have passed (<= 0: no limit).
- * Returns d->count (0: unexplained). */
+ * have passed (<= 0: no limit).  Returns d->count (0: unexplained). */
 int kvc_diagnose(const kvc_case *c, const kvc_run_options *options, const kvc_run_result *candidate, double seconds, kvc_diagnosis *d);
 
 /* Explanation i as a name ("bf16-half-away", a composition "a+b+c") or
