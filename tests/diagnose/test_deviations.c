@@ -252,6 +252,13 @@ Test(diagnose, three_bugs_at_once_are_named_as_that_triple) {
     cr_expect_str_eq(text, "rope-inverse (SPEC 4.2 step 7) + rope-row-p (SPEC 4.2 step 7) + bf16-truncation (SPEC 1 bf16)");
     kvc_diagnose_clause(&c, &options, &candidate, 0, text, sizeof text);
     cr_expect_str_eq(text, "explained by: rope-inverse (SPEC 4.2 step 7) + rope-row-p (SPEC 4.2 step 7) + bf16-truncation (SPEC 1 bf16)");
+    /* A short buffer holds the start of the name, and nothing past it. */
+    char small[12] = "xxxxxxxxxxx";
+    kvc_diagnosis_name(&d, 0, small, 9);
+    cr_expect_str_eq(small, "rope-inv");
+    cr_expect_eq(small[10], 'x');
+    kvc_diagnosis_text(&d, 0, small, 9);
+    cr_expect_str_eq(small, "rope-inv");
     kvc_run_result_free(&candidate);
     kvc_case_free(&c);
 }
