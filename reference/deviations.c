@@ -162,9 +162,10 @@ float ref_deviant_canonical_f32(float x) {
 }
 
 float ref_deviant_reciprocal(float scale, float contract) {
-    if (!ref_deviates(KVC_DEV_PLAIN_FP8_APPROXIMATE_RECIPROCAL) || !isfinite(contract)) return contract;
+    if (!ref_deviates(KVC_DEV_PLAIN_FP8_APPROXIMATE_RECIPROCAL)) return contract;
     /* 1 - r * scale, exact for a faithful r: its sign says on which side
-     * of the exact quotient r lies; the other neighbour is across it. */
+     * of the exact quotient r lies; the other neighbour is across it (for
+     * a quotient past the fp32 range, r = inf and the other is FLT_MAX). */
     float residual = fmaf(-contract, scale, 1.0f);
     if (residual == 0.0f) return contract;   /* 1 / scale is exact: the only faithful result */
     return nextafterf(contract, residual > 0.0f ? INFINITY : 0.0f);
@@ -178,7 +179,8 @@ void ref_deviant_rotate_nope(float *x) {
     for (int d = 0; d < KVC_V41_HEAD_DIM - KVC_ROPE_DIMS; d += KVC_ROPE_DIMS) ref_rope(x + d, identity);
 }
 
-static int row_inside(int64_t slot, const kvc_paged_cache *cache) { return slot >= 0 && slot < cache->num_pages * cache->page_rows; }
+/* slot >= 0: the stages skip negative slots before they ask. */
+static int row_inside(int64_t slot, const kvc_paged_cache *cache) { return slot < cache->num_pages * cache->page_rows; }
 
 /* A token that closes only under closing-test-off-by-one carries metadata
  * no validation looked at: it is computed only when every row it reads or
@@ -228,7 +230,8 @@ static void restore(const active_set *saved) { memcpy(ref_active_deviations, sav
  * 2^31 or more turns negative) is rejected as the contract rejects it. */
 static int64_t *int32_positions(const int64_t *positions, int64_t count) {
     int64_t *seen = malloc((size_t)(count > 0 ? count : 1) * sizeof *seen);
-    for (int64_t t = 0; seen && t < count; t++) seen[t] = (int32_t)(uint32_t)(uint64_t)positions[t];
+    if (!seen) return NULL;
+    for (int64_t t = 0; t < count; t++) seen[t] = (int32_t)(uint32_t)(uint64_t)positions[t];
     return seen;
 }
 

@@ -80,15 +80,15 @@
     X(PLAIN_FP8_DIVIDES, "plain-fp8-divides", "SPEC 5.3", "the fp8 plain row stores fp8(clamp(v / scale)) instead of fp8(clamp(v * r)) with r = 1 / scale rounded") \
     X(PLAIN_FP8_SKIPS_BF16, "plain-fp8-skips-bf16", "SPEC 5.3",                                                                   \
       "the fp8 plain row quantises the rotated fp32 value instead of its bf16 rounding v")                                        \
-    X(PLAIN_FP8_APPROXIMATE_RECIPROCAL, "plain-fp8-approximate-reciprocal", "SPEC 5.3",                                             \
-      "r is the other faithful neighbour of 1 / scale (a faithful, not correctly rounded division), not the nearest fp32")         \
+    X(PLAIN_FP8_APPROXIMATE_RECIPROCAL, "plain-fp8-approximate-reciprocal", "SPEC 5.3",                                            \
+      "r = 1 / scale is the other faithful fp32 value, the neighbour of the nearest one across the exact quotient (a faithful division)") \
     X(CLOSING_OFF_BY_ONE, "closing-test-off-by-one", "SPEC 2 closing",                                                             \
       "a token closes its group when p mod R = 0 instead of (p + 1) mod R = 0")                                                    \
     X(POSITIONS_INT32, "positions-int32", "SPEC 2 positions",                                                                      \
-      "positions are read as int32 (the low 32 bits, sign-extended), so a position of 2^31 or more is negative or wrong")          \
-    X(ROPE_ON_NOPE, "rope-on-nope", "SPEC 4.2 step 7", "RoPE rotates the first 64 dims instead of the last 64")                   \
+      "positions are read as int32 (the low 32 bits, sign-extended): a position of 2^31 or more wraps, negative ones are out of range") \
+    X(ROPE_ON_NOPE, "rope-on-nope", "SPEC 4.2 step 7", "RoPE rotates the first 64 dims instead of the last 64")                    \
     X(NOPE_PAIR_ROTATED, "nope-pair-rotated", "SPEC 5.3",                                                                          \
-      "the plain insert also rotates the NoPE pairs by cos 1, sin 0 (step 7's fmas), so an inf or NaN spreads to its neighbour")   \
+      "the plain insert also rotates each NoPE pair with step 7's fmas at cos 1, sin 0, so an inf or NaN makes its neighbour NaN") \
     X(NAN_ALL_ONES, "nan-all-ones", "SPEC 1 canonical NaN",                                                                        \
       "a NaN a stage computes is written 0x7FFF (bf16) and 0x7FFFFFFF (fp32), all payload bits set, instead of 0x7FC0 / 0x7FC00000")
 
