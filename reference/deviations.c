@@ -235,10 +235,10 @@ static int64_t *int32_positions(const int64_t *positions, int64_t count) {
     return seen;
 }
 
-#define RUN_WITH_INT32_POSITIONS(type, args, call)                                                                                       \
+#define RUN_WITH_INT32_POSITIONS(type, args, call)                                                                                 \
     do {                                                                                                                           \
-        int64_t *positions = int32_positions((args)->positions, (args)->num_tokens);                                              \
-        if (!positions) return kvc_fail(err, KVC_ERR_NOMEM, "out of memory truncating positions");                                \
+        int64_t *positions = int32_positions((args)->positions, (args)->num_tokens);                                               \
+        if (!positions) return kvc_fail(err, KVC_ERR_NOMEM, "out of memory truncating positions");                                 \
         type seen = *(args);                                                                                                       \
         seen.positions = positions;                                                                                                \
         active_set saved = switch_off(KVC_DEV_POSITIONS_INT32);                                                                    \
