@@ -10,6 +10,7 @@
 #include "kvcmp/deviations.h"
 #include "kvcmp/formats.h"
 #include "kvcmp/reference.h"
+#include "kvcmp/reference_steps.h"
 #include "kvcmp/validate.h"
 
 _Thread_local kvc_deviation_id ref_active_deviations[REF_DEVIATION_SLOTS];
@@ -20,7 +21,9 @@ _Static_assert(REF_DEVIATION_SLOTS == KVC_DIAGNOSIS_DEPTH, "an explanation's mem
 uint16_t ref_deviant_bf16(float x) {
     uint32_t u = kvc_f32_bits(x);
     uint16_t b = kvc_bf16_from_f32(x);
-    if (kvc_f32_is_nan(x)) b = ref_deviates(KVC_DEV_BF16_NAN_PAYLOAD_KEPT) ? (uint16_t)((u >> 16) | 0x0040u) : b;
+    if (kvc_f32_is_nan(x)) b = ref_deviates(KVC_DEV_BF16_NAN_PAYLOAD_KEPT) ? (uint16_t)((u >> 16) | 0x0040u)
+                                : ref_deviates(KVC_DEV_NAN_ALL_ONES)       ? 0x7FFFu
+                                                                           : b;
     else if (ref_deviates(KVC_DEV_BF16_SUBNORMALS_FLUSHED) && (u & 0x7F800000u) == 0) b = (uint16_t)((u >> 16) & 0x8000u);
     else if (ref_deviates(KVC_DEV_BF16_TRUNCATION)) b = (uint16_t)(u >> 16);
     else if (ref_deviates(KVC_DEV_BF16_HALF_AWAY)) b = (uint16_t)((u + 0x8000u) >> 16);
@@ -153,6 +156,110 @@ kvc_block_scale ref_deviant_block_scale(const float *y, int n, kvc_block_scale c
 uint8_t ref_deviant_plain_fp8(float x, uint16_t rounded, float scale, float inverse_scale) {
     float v = ref_deviates(KVC_DEV_PLAIN_FP8_SKIPS_BF16) ? x : kvc_f32_from_bf16(rounded);
     return ref_deviant_fp8_code(ref_deviates(KVC_DEV_PLAIN_FP8_DIVIDES) ? v / scale : v * inverse_scale);
+}
+
+float ref_deviant_canonical_f32(float x) {
+    return kvc_f32_is_nan(x) && ref_deviates(KVC_DEV_NAN_ALL_ONES) ? kvc_f32_from_bits(0x7FFFFFFFu) : kvc_canonical_f32(x);
+}
+
+float ref_deviant_reciprocal(float scale, float contract) {
+    if (!ref_deviates(KVC_DEV_PLAIN_FP8_APPROXIMATE_RECIPROCAL)) return contract;
+    /* 1 - r * scale, exact for a faithful r: its sign says on which side
+     * of the exact quotient r lies; the other neighbour is across it (for
+     * a quotient past the fp32 range, r = inf and the other is FLT_MAX). */
+    float residual = fmaf(-contract, scale, 1.0f);
+    if (residual == 0.0f) return contract;   /* 1 / scale is exact: the only faithful result */
+    return nextafterf(contract, residual > 0.0f ? INFINITY : 0.0f);
+}
+
+void ref_deviant_rotate_nope(float *x) {
+    /* Step 7's rotation of every NoPE pair with cos 1 and sin 0, the
+     * same fmas (and the same other deviations) as the RoPE dims. */
+    float identity[KVC_ROPE_DIMS];
+    for (int i = 0; i < KVC_ROPE_DIMS / 2; i++) identity[i] = 1.0f, identity[KVC_ROPE_DIMS / 2 + i] = 0.0f;
+    for (int d = 0; d < KVC_V41_HEAD_DIM - KVC_ROPE_DIMS; d += KVC_ROPE_DIMS) ref_rope(x + d, identity);
+}
+
+/* slot >= 0: the stages skip negative slots before they ask. */
+static int row_inside(int64_t slot, const kvc_paged_cache *cache) { return slot < cache->num_pages * cache->page_rows; }
+
+/* A token that closes only under closing-test-off-by-one carries metadata
+ * no validation looked at: it is computed only when every row it reads or
+ * writes lies inside its buffer (what else such a kernel does is not
+ * defined). */
+int ref_deviant_insert_token_in_bounds(const kvc_v41_insert_args *a, int64_t t) {
+    return row_inside(a->slot_mapping[t], &a->kv_cache) && kvc_rope_row(a->positions[t], a->compress_ratio) < a->cos_sin_rows;
+}
+
+int ref_deviant_compress_token_in_bounds(const kvc_v4_compress_args *a, int64_t t) {
+    int64_t p = a->positions[t], req = a->token_to_req[t], window = (int64_t)kvc_v4_coff(a->compress_ratio) * a->compress_ratio;
+    if (!row_inside(a->kv_slot_mapping[t], &a->kv_cache) || req < 0 || req >= a->num_requests ||
+        kvc_rope_row(p, a->compress_ratio) >= a->cos_sin_rows)
+        return 0;
+    for (int64_t q = p - window + 1 > 0 ? p - window + 1 : 0; q <= p; q++) {
+        int64_t column = q / a->state_cache.page_rows;
+        if (column >= a->max_blocks) return 0;
+        int32_t block = a->block_table[req * a->max_blocks + column];
+        if (block < 0 || block >= a->state_cache.num_pages) return 0;
+    }
+    return 1;
+}
+
+/* ---- deviations that change the batch a stage sees ------------------------ */
+
+/* The active deviations, saved while `d` is switched off for a run of the
+ * reference on the batch as the deviating kernel sees it. */
+#define ACTIVE_WIDTH ((int)(sizeof ref_active_deviations / sizeof *ref_active_deviations))
+typedef struct {
+    kvc_deviation_id active[ACTIVE_WIDTH];
+} active_set;
+
+static active_set switch_off(kvc_deviation_id d) {
+    active_set saved;
+    memcpy(saved.active, ref_active_deviations, sizeof saved.active);
+    int kept = 0;
+    for (int i = 0; i < ACTIVE_WIDTH; i++)
+        if (saved.active[i] != d) ref_active_deviations[kept++] = saved.active[i];
+    while (kept < ACTIVE_WIDTH) ref_active_deviations[kept++] = KVC_DEV_NONE;
+    return saved;
+}
+
+static void restore(const active_set *saved) { memcpy(ref_active_deviations, saved->active, sizeof saved->active); }
+
+/* positions-int32: positions as a kernel reading their low 32 bits sees
+ * them.  The stage runs on them; a batch they make invalid (a position of
+ * 2^31 or more turns negative) is rejected as the contract rejects it. */
+static int64_t *int32_positions(const int64_t *positions, int64_t count) {
+    int64_t *seen = malloc((size_t)(count > 0 ? count : 1) * sizeof *seen);
+    if (!seen) return NULL;
+    for (int64_t t = 0; t < count; t++) seen[t] = (int32_t)(uint32_t)(uint64_t)positions[t];
+    return seen;
+}
+
+#define RUN_WITH_INT32_POSITIONS(type, args, call)                                                                                 \
+    do {                                                                                                                           \
+        int64_t *positions = int32_positions((args)->positions, (args)->num_tokens);                                               \
+        if (!positions) return kvc_fail(err, KVC_ERR_NOMEM, "out of memory truncating positions");                                 \
+        type seen = *(args);                                                                                                       \
+        seen.positions = positions;                                                                                                \
+        active_set saved = switch_off(KVC_DEV_POSITIONS_INT32);                                                                    \
+        int rc = call;                                                                                                             \
+        restore(&saved);                                                                                                           \
+        free(positions);                                                                                                           \
+        return rc;                                                                                                                 \
+    } while (0)
+
+int ref_deviant_positions_v4_save(const kvc_v4_save_args *a, kvc_error *err) {
+    RUN_WITH_INT32_POSITIONS(kvc_v4_save_args, a, ref_v4_save_partial_states(&seen, err));
+}
+int ref_deviant_positions_v4_compress(const kvc_v4_compress_args *a, kvc_error *err) {
+    RUN_WITH_INT32_POSITIONS(kvc_v4_compress_args, a, ref_v4_compress(&seen, err));
+}
+int ref_deviant_positions_v41_norm(const kvc_v41_norm_args *a, kvc_error *err) {
+    RUN_WITH_INT32_POSITIONS(kvc_v41_norm_args, a, ref_v41_save_compress_norm(&seen, err));
+}
+int ref_deviant_positions_v41_insert(const kvc_v41_insert_args *a, int quant, kvc_error *err) {
+    RUN_WITH_INT32_POSITIONS(kvc_v41_insert_args, a, quant ? ref_v41_rope_quant_insert(&seen, err) : ref_v41_rope_plain_insert(&seen, err));
 }
 
 int ref_deviant_v4_compress(const kvc_v4_compress_args *a, kvc_error *err) {

@@ -13,6 +13,7 @@
 
 #include "kvcmp/formats.h"
 #include "kvcmp/kvcmp.h"
+#include "kvcmp/validate.h"
 
 #define KVC_DEVIATION_LIST(X)                                                                                                      \
     X(WINDOW_EARLY, "window-starts-early", "SPEC 4.2 window",                                                                      \
@@ -78,7 +79,18 @@
       "a request whose chunk starts with a padding token (slot < 0) stores no ring rows")                                          \
     X(PLAIN_FP8_DIVIDES, "plain-fp8-divides", "SPEC 5.3", "the fp8 plain row stores fp8(clamp(v / scale)) instead of fp8(clamp(v * r)) with r = 1 / scale rounded") \
     X(PLAIN_FP8_SKIPS_BF16, "plain-fp8-skips-bf16", "SPEC 5.3",                                                                   \
-      "the fp8 plain row quantises the rotated fp32 value instead of its bf16 rounding v")
+      "the fp8 plain row quantises the rotated fp32 value instead of its bf16 rounding v")                                        \
+    X(PLAIN_FP8_APPROXIMATE_RECIPROCAL, "plain-fp8-approximate-reciprocal", "SPEC 5.3",                                            \
+      "r = 1 / scale is the other faithful fp32 value, the neighbour of the nearest one across the exact quotient (a faithful division)") \
+    X(CLOSING_OFF_BY_ONE, "closing-test-off-by-one", "SPEC 2 closing",                                                             \
+      "a token closes its group when p mod R = 0 instead of (p + 1) mod R = 0")                                                    \
+    X(POSITIONS_INT32, "positions-int32", "SPEC 2 positions",                                                                      \
+      "positions are read as int32 (the low 32 bits, sign-extended): a position of 2^31 or more wraps, negative ones are out of range") \
+    X(ROPE_ON_NOPE, "rope-on-nope", "SPEC 4.2 step 7", "RoPE rotates the first 64 dims instead of the last 64")                    \
+    X(NOPE_PAIR_ROTATED, "nope-pair-rotated", "SPEC 5.3",                                                                          \
+      "the plain insert also rotates each NoPE pair with step 7's fmas at cos 1, sin 0, so an inf or NaN makes its neighbour NaN") \
+    X(NAN_ALL_ONES, "nan-all-ones", "SPEC 1 canonical NaN",                                                                        \
+      "a NaN a stage computes is written 0x7FFF (bf16) and 0x7FFFFFFF (fp32), all payload bits set, instead of 0x7FC0 / 0x7FC00000")
 
 typedef enum {
     KVC_DEV_NONE = 0,
@@ -120,9 +132,26 @@ void ref_deviant_rope_halves(float *rope_dims, const float *cos_sin_row);
 kvc_block_scale ref_deviant_block_scale(const float *y, int n, kvc_block_scale contract);
 uint8_t ref_deviant_plain_fp8(float x, uint16_t rounded, float scale, float inverse_scale);
 int ref_deviant_v4_compress(const kvc_v4_compress_args *a, kvc_error *err);
+float ref_deviant_canonical_f32(float x);
+float ref_deviant_reciprocal(float scale, float contract);
+void ref_deviant_rotate_nope(float *x);
+int ref_deviant_insert_token_in_bounds(const kvc_v41_insert_args *a, int64_t t);
+int ref_deviant_compress_token_in_bounds(const kvc_v4_compress_args *a, int64_t t);
+int ref_deviant_positions_v4_save(const kvc_v4_save_args *a, kvc_error *err);
+int ref_deviant_positions_v4_compress(const kvc_v4_compress_args *a, kvc_error *err);
+int ref_deviant_positions_v41_norm(const kvc_v41_norm_args *a, kvc_error *err);
+int ref_deviant_positions_v41_insert(const kvc_v41_insert_args *a, int quant, kvc_error *err);
 
 /* bf16(x) (SPEC.md 1) as the reference rounds it. */
 static inline uint16_t ref_bf16(float x) { return ref_deviating() ? ref_deviant_bf16(x) : kvc_bf16_from_f32(x); }
+/* A computed fp32 value as written: NaN canonical (SPEC.md 1). */
+static inline float ref_canonical_f32(float x) { return ref_deviating() ? ref_deviant_canonical_f32(x) : kvc_canonical_f32(x); }
+/* Whether the token at position p closes its group (SPEC.md 2). */
+static inline int ref_closes(int64_t p, int32_t ratio) {
+    return ref_deviates(KVC_DEV_CLOSING_OFF_BY_ONE) ? p % ratio == 0 : kvc_is_closing(p, ratio);
+}
+/* The dims step 7 rotates: the last 64 of a head_dim-wide row. */
+static inline float *ref_rope_dims(float *x, int head_dim) { return ref_deviates(KVC_DEV_ROPE_ON_NOPE) ? x : x + head_dim - KVC_ROPE_DIMS; }
 /* fp8(clamp(x, -448, 448)) (SPEC.md 1) as the reference stores it. */
 static inline uint8_t ref_fp8_code(float x) {
     return ref_deviating() ? ref_deviant_fp8_code(x) : kvc_fp8_from_f32(kvc_clamp_fp8_range(x));

@@ -26,7 +26,8 @@ static const float *predecessor_row(const kvc_v41_norm_args *a, int64_t t) {
     if (t > a->query_start_loc[req]) return a->kv_score + (t - 1) * 2 * HEAD_DIM;
     int64_t cap = a->state_cache.page_rows;
     int64_t ring_block = a->slot_mapping[t] / cap;
-    int64_t ring_slot = ring_block * cap + (a->positions[t] - 1) % cap;
+    /* + cap: p = 0 closes under closing-test-off-by-one; (p - 1) mod CAP is then CAP - 1. */
+    int64_t ring_slot = ring_block * cap + (a->positions[t] - 1 + cap) % cap;
     if (ref_deviates(KVC_DEV_RING_ROW_P)) ring_slot = ring_block * cap + a->positions[t] % cap;
     return (const float *)kvc_plain_row(&a->state_cache, ring_slot, RING_ROW_BYTES);
 }
@@ -61,10 +62,11 @@ static void store_rings(const kvc_v41_norm_args *a) {
 int ref_v41_save_compress_norm(const kvc_v41_norm_args *a, kvc_error *err) {
     int rc = kvc_validate_v41_norm(a, err);
     if (rc) return rc;
+    if (ref_deviates(KVC_DEV_POSITIONS_INT32)) return ref_deviant_positions_v41_norm(a, err);
     if (a->compress_ratio == 2 && ref_deviates(KVC_DEV_RING_STORED_BEFORE_READS)) store_rings(a);
     float pooled[HEAD_DIM];
     for (int64_t t = 0; t < a->num_tokens; t++) {
-        if (a->slot_mapping[t] < 0 || !kvc_is_closing(a->positions[t], a->compress_ratio)) continue;
+        if (a->slot_mapping[t] < 0 || !ref_closes(a->positions[t], a->compress_ratio)) continue;
         if (a->compress_ratio == 1) memcpy(pooled, a->kv_score + t * HEAD_DIM, sizeof pooled);
         else pool_pair(a, t, pooled);
         write_latent(a, t, pooled);

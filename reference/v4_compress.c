@@ -46,13 +46,15 @@ static void pool_window(const kvc_v4_compress_args *a, int64_t t, float *pooled)
  * applied to the un-rounded fp32 values and stored as bf16. */
 static void store_main(const kvc_v4_compress_args *a, int64_t t, float *normed) {
     int nope_dims = 512 - KVC_ROPE_DIMS;
+    int64_t cos_row = kvc_rope_row(a->positions[t], a->compress_ratio);
+    if (ref_deviates(KVC_DEV_ROPE_ROW_P) && a->positions[t] < a->cos_sin_rows) cos_row = a->positions[t];
+    /* rope-on-nope rotates dims 0 .. 64 before they are rounded. */
+    if (ref_deviates(KVC_DEV_ROPE_ON_NOPE)) ref_rope(normed, a->cos_sin + cos_row * KVC_ROPE_DIMS);
     float nope_bf16[512];
     for (int d = 0; d < nope_dims; d++) nope_bf16[d] = kvc_f32_from_bf16(ref_bf16(normed[d]));
     if (ref_deviates(KVC_DEV_ROPE_ON_ROUNDED))
         for (int d = nope_dims; d < 512; d++) normed[d] = kvc_f32_from_bf16(ref_bf16(normed[d]));
-    int64_t cos_row = kvc_rope_row(a->positions[t], a->compress_ratio);
-    if (ref_deviates(KVC_DEV_ROPE_ROW_P) && a->positions[t] < a->cos_sin_rows) cos_row = a->positions[t];
-    ref_rope(normed + nope_dims, a->cos_sin + cos_row * KVC_ROPE_DIMS);
+    if (!ref_deviates(KVC_DEV_ROPE_ON_NOPE)) ref_rope(normed + nope_dims, a->cos_sin + cos_row * KVC_ROPE_DIMS);
     int64_t slot = a->kv_slot_mapping[t];
     ref_store_ds_mla(nope_bf16, normed + nope_dims, kvc_ds_mla_token(&a->kv_cache, slot), kvc_ds_mla_scales(&a->kv_cache, slot));
 }
@@ -60,10 +62,9 @@ static void store_main(const kvc_v4_compress_args *a, int64_t t, float *normed) 
 /* D = 128 indexer: RoPE first on fp32, then all 128 dims rounded to bf16
  * and quantised as one block with an fp32 power-of-two scale. */
 static void store_indexer(const kvc_v4_compress_args *a, int64_t t, float *normed) {
-    int nope_dims = 128 - KVC_ROPE_DIMS;
     int64_t cos_row = kvc_rope_row(a->positions[t], a->compress_ratio);
     if (ref_deviates(KVC_DEV_ROPE_ROW_P) && a->positions[t] < a->cos_sin_rows) cos_row = a->positions[t];
-    ref_rope(normed + nope_dims, a->cos_sin + cos_row * KVC_ROPE_DIMS);
+    ref_rope(ref_rope_dims(normed, 128), a->cos_sin + cos_row * KVC_ROPE_DIMS);
     float z[128];
     float magnitude = 1e-4f;
     for (int d = 0; d < 128; d++) {
@@ -76,18 +77,20 @@ static void store_indexer(const kvc_v4_compress_args *a, int64_t t, float *norme
     int64_t slot = a->kv_slot_mapping[t];
     uint8_t *codes = kvc_indexer_token(&a->kv_cache, slot);
     for (int d = 0; d < 128; d++) codes[d] = ref_fp8_code(z[d] * multiplier);
-    kvc_store_f32(kvc_indexer_scale(&a->kv_cache, slot), kvc_scale_value(scale));
+    kvc_store_f32(kvc_indexer_scale(&a->kv_cache, slot), ref_canonical_f32(kvc_scale_value(scale)));
 }
 
 int ref_v4_compress(const kvc_v4_compress_args *a, kvc_error *err) {
     int rc = kvc_validate_v4_compress(a, err);
     if (rc) return rc;
     if (ref_deviates(KVC_DEV_STATE_SLOT_IGNORED)) return ref_deviant_v4_compress(a, err);
+    if (ref_deviates(KVC_DEV_POSITIONS_INT32)) return ref_deviant_positions_v4_compress(a, err);
     float pooled[MAX_HEAD_DIM], normed[MAX_HEAD_DIM];
     for (int64_t t = 0; t < a->num_tokens; t++) {
         /* Only closing tokens with both slots valid produce a row. */
         if (a->slot_mapping[t] < 0 || a->kv_slot_mapping[t] < 0) continue;
-        if (!kvc_is_closing(a->positions[t], a->compress_ratio)) continue;
+        if (!ref_closes(a->positions[t], a->compress_ratio)) continue;
+        if (ref_deviates(KVC_DEV_CLOSING_OFF_BY_ONE) && !ref_deviant_compress_token_in_bounds(a, t)) continue;
         pool_window(a, t, pooled);
         ref_rms_norm(pooled, a->norm_weight, a->head_dim, a->eps, normed);
         if (a->head_dim == 512) store_main(a, t, normed);

@@ -10,6 +10,7 @@
 int ref_v4_save_partial_states(const kvc_v4_save_args *a, kvc_error *err) {
     int rc = kvc_validate_v4_save(a, err);
     if (rc) return rc;
+    if (ref_deviates(KVC_DEV_POSITIONS_INT32)) return ref_deviant_positions_v4_save(a, err);
     int64_t width = (int64_t)kvc_v4_coff(a->compress_ratio) * a->head_dim;
     for (int64_t t = 0; t < a->num_tokens; t++) {
         int64_t slot = a->slot_mapping[t];
@@ -22,7 +23,7 @@ int ref_v4_save_partial_states(const kvc_v4_save_args *a, kvc_error *err) {
             for (int64_t i = 0; i < width; i++) state_row[i] = kvc_canonical_f32(state_row[i]);
         /* The score half: one fp32 add per element. */
         for (int64_t i = 0; i < width; i++)
-            state_row[width + i] = kvc_canonical_f32(a->score[t * width + i] + ape_row[i]);
+            state_row[width + i] = ref_canonical_f32(a->score[t * width + i] + ape_row[i]);
         if (ref_deviates(KVC_DEV_SAVE_NAN_PAYLOAD_KEPT))
             for (int64_t i = 0; i < width; i++) state_row[width + i] = a->score[t * width + i] + ape_row[i];
     }

@@ -1,0 +1,141 @@
+/* The wrong versions of steps that issue 21 added to the catalogue
+ * (reference/deviations.c), on inputs chosen for each: the branches that
+ * a short campaign of the planted deviation may not reach. */
+#include <float.h>
+#include <math.h>
+
+#include "tests/test_support.h"
+
+#include "kvcmp/deviations.h"
+#include "kvcmp/formats.h"
+#include "reference/deviations.h"
+
+/* Turns the named deviation on alone for the calls that follow. */
+static void activate(const char *name) {
+    int index = kvc_deviation_find(name);
+    cr_assert_geq(index, 0, "%s is not in the catalogue", name);
+    kvc_deviation_activate(index, -1, NULL);
+}
+
+static void deactivate(void) { kvc_deviation_activate(-1, -1, NULL); }
+
+/* ---- plain-fp8-approximate-reciprocal ------------------------------------ */
+
+/* The exact quotient 1 / scale lies strictly between r and r2 (double
+ * holds it to 2^-53 relative; a faithful r is at least 2^-48 away). */
+static int across_the_quotient(float scale, float r, float r2) {
+    double q = 1.0 / (double)scale;
+    return ((double)r - q) * ((double)r2 - q) < 0;
+}
+
+Test(deviation_steps, the_approximate_reciprocal_is_the_other_faithful_neighbour) {
+    activate("plain-fp8-approximate-reciprocal");
+    static const float scales[] = {3.0f, 0.1f, 7.0f, 0x1.947p-8f, 1e-30f, 3e38f};
+    for (size_t i = 0; i < sizeof scales / sizeof *scales; i++) {
+        float r = 1.0f / scales[i], r2 = ref_deviant_reciprocal(scales[i], r);
+        cr_expect_neq(kvc_f32_bits(r2), kvc_f32_bits(r), "scale %a", (double)scales[i]);
+        cr_expect(fabsf(nextafterf(r, r2) - r2) == 0.0f, "scale %a: %a is not a neighbour of %a", (double)scales[i], (double)r2, (double)r);
+        cr_expect(across_the_quotient(scales[i], r, r2), "scale %a: %a and %a on one side of 1/scale", (double)scales[i], (double)r,
+                  (double)r2);
+    }
+    /* 1 / 0.125 is exact: the only faithful result. */
+    cr_expect_eq(ref_deviant_reciprocal(0.125f, 8.0f), 8.0f);
+    /* A quotient past the fp32 range: inf and FLT_MAX are its neighbours. */
+    float tiny = 0x1p-149f;
+    cr_expect_eq(ref_deviant_reciprocal(tiny, 1.0f / tiny), FLT_MAX);
+    deactivate();
+    cr_expect_eq(kvc_f32_bits(ref_deviant_reciprocal(3.0f, 1.0f / 3.0f)), kvc_f32_bits(1.0f / 3.0f));
+}
+
+/* ---- nan-all-ones, closing-test-off-by-one, rope-on-nope -------------------- */
+
+Test(deviation_steps, nan_all_ones_writes_every_payload_bit) {
+    float nan = kvc_f32_from_bits(0xFFC00123u);
+    activate("nan-all-ones");
+    cr_expect_eq(kvc_f32_bits(ref_canonical_f32(nan)), 0x7FFFFFFFu);
+    cr_expect_eq(ref_bf16(nan), 0x7FFFu);
+    cr_expect_eq(kvc_f32_bits(ref_canonical_f32(-0.0f)), 0x80000000u);
+    cr_expect_eq(ref_bf16(1.0f), 0x3F80u);
+    activate("bf16-truncation");   /* another deviation leaves NaNs canonical */
+    cr_expect_eq(kvc_f32_bits(ref_canonical_f32(nan)), 0x7FC00000u);
+    cr_expect_eq(ref_bf16(nan), 0x7FC0u);
+    deactivate();
+}
+
+Test(deviation_steps, the_closing_test_is_off_by_one_and_rope_takes_the_first_dims) {
+    float row[512];
+    activate("closing-test-off-by-one");
+    cr_expect(ref_closes(0, 2) && ref_closes(128, 128) && !ref_closes(3, 4) && !ref_closes(1, 2));
+    cr_expect_eq(ref_rope_dims(row, 512), row + 448);
+    activate("rope-on-nope");
+    cr_expect(ref_closes(3, 4) && !ref_closes(0, 2));
+    cr_expect_eq(ref_rope_dims(row, 512), row);
+    cr_expect_eq(ref_rope_dims(row, 128), row);
+    deactivate();
+}
+
+/* ---- closing-test-off-by-one: tokens no validation looked at ----------------- */
+
+Test(deviation_steps, an_insert_token_is_in_bounds_when_its_row_and_cos_row_exist) {
+    kvc_v41_insert_args a = {.compress_ratio = 2, .cos_sin_rows = 10, .kv_cache = {.num_pages = 2, .page_rows = 4}};
+    int64_t positions[] = {8, 10, 2}, slots[] = {7, 0, 8};
+    a.positions = positions;
+    a.slot_mapping = slots;
+    cr_expect(ref_deviant_insert_token_in_bounds(&a, 0));     /* row 7 of 8, cos row 8 of 10 */
+    cr_expect(!ref_deviant_insert_token_in_bounds(&a, 1));    /* cos row 10 */
+    cr_expect(!ref_deviant_insert_token_in_bounds(&a, 2));    /* row 8 */
+}
+
+Test(deviation_steps, a_compress_token_is_in_bounds_when_its_whole_window_resolves) {
+    /* R = 4, coff 2: the window of p is p - 7 .. p; BS = 4, 3 columns. */
+    int32_t table[] = {0, 1, 2, 0, 5, 1};
+    int32_t requests[] = {0, 0, 1, 2, 0, 0, 0};
+    int64_t positions[] = {8, 12, 8, 0, 4, 8, 0}, kv_slots[] = {3, 3, 3, 3, 3, 4, 3};
+    kvc_v4_compress_args a = {.compress_ratio = 4, .head_dim = 128, .state_cache = {.num_pages = 3, .page_rows = 4}, .block_table = table,
+                              .num_requests = 2, .max_blocks = 3, .token_to_req = requests, .positions = positions,
+                              .kv_slot_mapping = kv_slots, .cos_sin_rows = 12, .kv_cache = {.num_pages = 1, .page_rows = 4}};
+    cr_expect(ref_deviant_compress_token_in_bounds(&a, 0));    /* positions 1 .. 8: columns 0 .. 2 of request 0 */
+    cr_expect(!ref_deviant_compress_token_in_bounds(&a, 1));   /* cos row 12 */
+    cr_expect(!ref_deviant_compress_token_in_bounds(&a, 2));   /* request 1, column 1: block 5 of 3 pages */
+    cr_expect(!ref_deviant_compress_token_in_bounds(&a, 3));   /* request 2 of 2 */
+    a.max_blocks = 1;
+    a.num_requests = 1;
+    cr_expect(ref_deviant_compress_token_in_bounds(&a, 6));    /* position 0 alone: column 0 */
+    cr_expect(!ref_deviant_compress_token_in_bounds(&a, 4));   /* position 4: column 1 of 1 */
+    cr_expect(!ref_deviant_compress_token_in_bounds(&a, 5));   /* kv row 4 of 4 */
+}
+
+/* ---- positions-int32 ---------------------------------------------------------- */
+
+/* v4.save_partial_states of one token (R = 4, D = 128) at `position`
+ * through `backend`; the state row it wrote in *row. */
+static int save_one(const kvc_backend *backend, int64_t position, float *state, kvc_error *err) {
+    enum { W = 2 * 128 };
+    static float kv[W], score[W], ape[4 * W];
+    for (int i = 0; i < W; i++) kv[i] = (float)i, score[i] = 0.5f * (float)i;
+    for (int i = 0; i < 4 * W; i++) ape[i] = (float)(i / W);   /* row k holds k */
+    int64_t positions[] = {position}, slots[] = {1};
+    memset(state, 0, 4 * 2 * W * sizeof *state);
+    kvc_v4_save_args a = {.num_tokens = 1, .compress_ratio = 4, .head_dim = 128, .kv = kv, .score = score, .ape = ape,
+                          .positions = positions, .slot_mapping = slots,
+                          .state_cache = {.data = state, .num_pages = 1, .page_rows = 4, .page_bytes = 4 * 2 * W * 4,
+                                          .page_stride = 4 * 2 * W * 4}};
+    return backend->v4_save_partial_states(&a, err);
+}
+
+Test(deviation_steps, int32_positions_wrap_and_a_negative_one_is_out_of_range) {
+    const kvc_backend *wrapped = kvc_deviation_backend(kvc_deviation_find("positions-int32"));
+    cr_assert_not_null(wrapped);
+    static float contract[4 * 512], deviant[4 * 512];
+    kvc_error err = {0};
+    /* 2^32 + 6 reads as 6: the same ape row (6 mod 4 = 2). */
+    int64_t high = ((int64_t)1 << 32) + 6;
+    cr_assert_eq(save_one(&kvc_reference_backend, high, contract, &err), KVC_OK, "%s", err.message);
+    cr_assert_eq(save_one(wrapped, high, deviant, &err), KVC_OK, "%s", err.message);
+    cr_expect_eq(memcmp(contract, deviant, sizeof contract), 0);
+    cr_expect_eq(contract[512 + 256 + 10], 5.0f + 2.0f);
+    /* 2^31 + 6 reads as -2^31 + 6. */
+    cr_expect_eq(save_one(&kvc_reference_backend, ((int64_t)1 << 31) + 6, contract, &err), KVC_OK, "%s", err.message);
+    cr_expect_eq(save_one(wrapped, ((int64_t)1 << 31) + 6, deviant, &err), KVC_ERR_INDEX);
+    cr_expect(strstr(err.message, "positions[0] = -2147483642") != NULL, "%s", err.message);
+}
