@@ -390,3 +390,74 @@ int kvc_validate_v41_insert(const kvc_v41_insert_args *a, int expect_quant, kvc_
     free(owner);
     return ok(err);
 }
+
+/* ---- forwards: one call, two stages --------------------------------- */
+
+/* A tensor of a forward call: where it lies and how many bytes. */
+typedef struct {
+    const void *data;
+    int64_t bytes;
+    const char *name;
+} tensor_range;
+
+/* The byte span of a cache whose geometry its stage has not validated
+ * yet: 0 (nothing to compare) when it cannot be a span at all. */
+static int64_t unchecked_span(const kvc_paged_cache *c) {
+    int64_t span;
+    if (c->num_pages <= 0 || c->page_bytes <= 0 || c->page_stride < c->page_bytes ||
+        __builtin_mul_overflow(c->num_pages - 1, c->page_stride, &span) || __builtin_add_overflow(span, c->page_bytes, &span))
+        return 0;
+    return span;
+}
+
+/* Every output against every other output and every input: a forward's
+ * second stage reads what its first stage wrote, so an overlap between
+ * the stages is as much a conflict as one inside a stage. */
+static int check_forward_disjoint(const tensor_range *outputs, int num_outputs, const tensor_range *inputs, int num_inputs,
+                                  kvc_error *err) {
+    for (int o = 0; o < num_outputs; o++) {
+        for (int other = o + 1; other < num_outputs; other++)
+            TRY(check_disjoint(outputs[o].data, outputs[o].bytes, outputs[o].name, outputs[other].data, outputs[other].bytes,
+                               outputs[other].name, err));
+        for (int i = 0; i < num_inputs; i++)
+            TRY(check_disjoint(outputs[o].data, outputs[o].bytes, outputs[o].name, inputs[i].data, inputs[i].bytes, inputs[i].name, err));
+    }
+    return KVC_OK;
+}
+
+int kvc_validate_v4_forward_overlaps(const kvc_v4_save_args *save, const kvc_v4_compress_args *compress, kvc_error *err) {
+    int64_t T = compress->num_tokens, W = (int64_t)kvc_v4_coff(compress->compress_ratio) * compress->head_dim;
+    int64_t table = compress->num_requests * compress->max_blocks;
+    tensor_range outputs[] = {{save->state_cache.data, unchecked_span(&save->state_cache), "state_cache"},
+                              {compress->kv_cache.data, unchecked_span(&compress->kv_cache), "kv_cache"}};
+    tensor_range inputs[] = {{save->kv, T * W * 4, "kv"},
+                             {save->score, T * W * 4, "score"},
+                             {save->ape, compress->compress_ratio * W * 4, "ape"},
+                             {save->positions, T * 8, "positions"},
+                             {save->slot_mapping, T * 8, "slot_mapping"},
+                             {compress->block_table, table * 4, "block_table"},
+                             {compress->token_to_req, T * 4, "token_to_req"},
+                             {compress->kv_slot_mapping, T * 8, "kv_slot_mapping"},
+                             {compress->norm_weight, compress->head_dim * 4, "norm_weight"},
+                             {compress->cos_sin, compress->cos_sin_rows * 64 * 4, "cos_sin"}};
+    TRY(check_forward_disjoint(outputs, 2, inputs, (int)(sizeof inputs / sizeof *inputs), err));
+    return ok(err);
+}
+
+int kvc_validate_v41_forward_overlaps(const kvc_v41_norm_args *norm, const kvc_v41_insert_args *insert, kvc_error *err) {
+    int64_t T = insert->num_tokens, R = insert->compress_ratio;
+    int ring = R == 2 && norm->num_requests >= 0 && norm->num_requests <= KVC_MAX_COUNT;
+    tensor_range outputs[] = {{norm->latent, T * KVC_V41_HEAD_DIM * 2, "latent"},
+                              {insert->kv_cache.data, unchecked_span(&insert->kv_cache), "kv_cache"},
+                              {norm->state_cache.data, ring ? unchecked_span(&norm->state_cache) : 0, "state_cache"}};
+    tensor_range inputs[] = {{norm->kv_score, T * 512 * R * 4, "kv_score"},
+                             {norm->positions, T * 8, "positions"},
+                             {norm->slot_mapping, T * 8, "slot_mapping"},
+                             {norm->norm_weight, 1024, "norm_weight"},
+                             {norm->token_to_req, ring ? T * 4 : 0, "token_to_req"},
+                             {norm->query_start_loc, ring ? (norm->num_requests + 1) * 4 : 0, "query_start_loc"},
+                             {insert->slot_mapping, T * 8, R == 2 ? "kv_slot_mapping" : "slot_mapping"},
+                             {insert->cos_sin, insert->cos_sin_rows * 256, "cos_sin"}};
+    TRY(check_forward_disjoint(outputs, 3, inputs, (int)(sizeof inputs / sizeof *inputs), err));
+    return ok(err);
+}

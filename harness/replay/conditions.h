@@ -1,8 +1,9 @@
 /* The conditions a saved fuzz failure was found under (case.json meta
  * "replay", written by kvcmp fuzz): page padding and its canary, the
  * candidate's thread counts (a thread-check failure lists two), and the
- * seed of a physical-block permutation.  kvcmp replay honours them, so a
- * metamorphic failure fails its replay too. */
+ * seed of a physical-block permutation, the seed of the aliased-buffers
+ * check.  kvcmp replay honours them, so a metamorphic or aliasing failure
+ * fails its replay too. */
 #ifndef KVCMP_REPLAY_CONDITIONS_H
 #define KVCMP_REPLAY_CONDITIONS_H
 
@@ -18,6 +19,8 @@ typedef struct {
     int num_threads;
     int permuted;
     uint64_t permutation_seed;
+    int aliased;              /* the aliased-buffers check (SPEC.md 8.1) ran */
+    uint64_t alias_seed;
 } kvc_replay_conditions;
 
 /* Reads c->meta_json's "replay"; 0, or -1 with a message naming the field. */
