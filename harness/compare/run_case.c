@@ -502,7 +502,7 @@ static int dispatch(binding *b, const kvc_backend *backend) {
         if (rc || (rc = bind_v4_save(b, backend, state, &save)) || (rc = bind_v4_compress(b, backend, state, kv, 1, &compress)) ||
             (rc = place_aliased(b)))
             return rc;
-        if ((rc = kvc_validate_v4_compress(&compress, err)) || (rc = kvc_validate_v4_forward_overlaps(&save, &compress, err))) return rc;
+        if ((rc = kvc_validate_v4_forward_overlaps(&save, &compress, err)) || (rc = kvc_validate_v4_compress(&compress, err))) return rc;
         rc = backend->v4_save_partial_states(&save, err);
         return rc ? rc : backend->v4_compress(&compress, err);
     case KVC_STAGE_V41_SAVE_COMPRESS_NORM:
@@ -522,8 +522,8 @@ static int dispatch(binding *b, const kvc_backend *backend) {
         if (rc || (rc = bind_v41_norm(b, backend, state, &norm)) ||
             (rc = bind_v41_insert(b, backend, kv, b->latent.data, insert_slots, &insert, &insert_fn)) || (rc = place_aliased(b)))
             return rc;
-        if ((rc = kvc_validate_v41_insert(&insert, c->cache_dtype == KVC_CACHE_FP8_DS_MLA, err)) ||
-            (rc = kvc_validate_v41_forward_overlaps(&norm, &insert, err)))
+        if ((rc = kvc_validate_v41_forward_overlaps(&norm, &insert, err)) ||
+            (rc = kvc_validate_v41_insert(&insert, c->cache_dtype == KVC_CACHE_FP8_DS_MLA, err)))
             return rc;
         rc = backend->v41_save_compress_norm(&norm, err);
         return rc ? rc : insert_fn(&insert, err);
