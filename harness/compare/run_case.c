@@ -57,7 +57,7 @@ typedef struct {
 
 /* Two tensors of the call placed in one allocation (options->alias_seed). */
 typedef struct {
-    uint8_t *block, *before;  /* the allocation and its bytes before the call */
+    uint8_t *block, *before;  /* the allocation, and its bytes before the call (after it, in the same malloc) */
     size_t bytes;
     const char *output, *other;
 } aliased_pair;
@@ -181,15 +181,16 @@ static int64_t tokens_of(binding *b, const char *name, int *rc) {
 }
 
 /* Registers a pointer member of the call's arguments; a name seen before
- * (positions in both stages of a forward) gets the second field. */
+ * (positions in both stages of a forward) gets the second field.  A call
+ * has two stages at most, and a v41.forward, the largest, 11 tensors. */
 static void add_tensor(binding *b, const char *name, void *field, int64_t bytes, int output) {
     for (int i = 0; i < b->num_tensors; i++)
         if (strcmp(b->tensors[i].name, name) == 0) {
-            if (b->tensors[i].num_fields < 2) b->tensors[i].fields[b->tensors[i].num_fields++] = field;
+            b->tensors[i].fields[1] = field;
+            b->tensors[i].num_fields = 2;
             b->tensors[i].output |= output;
             return;
         }
-    if (b->num_tensors == MAX_CALL_TENSORS) return;
     b->tensors[b->num_tensors++] = (call_tensor){.name = name, .fields = {field}, .num_fields = 1, .bytes = bytes, .output = output};
 }
 
@@ -381,29 +382,27 @@ static int pick_pair(binding *b, kvc_rng *r, call_tensor **output, call_tensor *
  * at a multiple of 64 inside it, so every alignment rule still holds.
  * The output's bytes are copied first and the other tensor's over them:
  * an index tensor keeps its values, so the overlap is the only fault. */
-static int place_aliased(binding *b) {
+static void place_aliased(binding *b) {
     uint64_t seed = b->options ? b->options->alias_seed : 0;
-    if (!seed) return 0;
+    if (!seed) return;
     kvc_rng r;
     kvc_rng_seed(&r, seed, 0xA11A5);
     call_tensor *output, *other;
-    if (!pick_pair(b, &r, &output, &other)) return 0;
+    if (!pick_pair(b, &r, &output, &other)) return;
     int output_first = kvc_rng_chance(&r, 1, 2);
     call_tensor *first = output_first ? output : other, *second = output_first ? other : output;
     int64_t offset = 64 * kvc_rng_below(&r, (first->bytes + 63) / 64);
     size_t bytes = (size_t)(offset + second->bytes > first->bytes ? offset + second->bytes : first->bytes);
-    uint8_t *block = aligned_alloc(64, (bytes + 63) / 64 * 64), *before = malloc(bytes);
-    if (!block || !before) {
-        free(block);
-        free(before);
-        return case_error(b, "out of memory for the aliased buffers %s and %s", output->name, other->name);
-    }
+    size_t rounded = (bytes + 63) / 64 * 64;
+    uint8_t *block = aligned_alloc(64, 2 * rounded);
+    if (!block) return;   /* out of memory: the call runs unaliased (result->aliased 0) */
     memset(block, 0, bytes);
     uint8_t *at_output = block + (output_first ? 0 : offset), *at_other = block + (output_first ? offset : 0);
     memcpy(at_output, field_pointer(output->fields[0]), (size_t)output->bytes);
     memcpy(at_other, field_pointer(other->fields[0]), (size_t)other->bytes);
     set_fields(output, at_output);
     set_fields(other, at_other);
+    uint8_t *before = block + rounded;
     memcpy(before, block, bytes);
     b->alias = (aliased_pair){.block = block, .before = before, .bytes = bytes, .output = output->name, .other = other->name};
     kvc_run_result *res = b->result;
@@ -411,7 +410,6 @@ static int place_aliased(binding *b) {
     snprintf(res->alias_message, sizeof res->alias_message, "%s (bytes %lld..%lld) and %s (bytes %lld..%lld) in one allocation",
              output->name, (long long)(at_output - block), (long long)(at_output - block + output->bytes), other->name,
              (long long)(at_other - block), (long long)(at_other - block + other->bytes));
-    return 0;
 }
 
 /* After the call: a byte of the shared allocation that changed. */
@@ -428,7 +426,6 @@ static void check_aliased(binding *b) {
             break;
         }
     free(p->block);
-    free(p->before);
     p->block = p->before = NULL;
 }
 
@@ -488,40 +485,44 @@ static int dispatch(binding *b, const kvc_backend *backend) {
     switch (c->stage) {
     case KVC_STAGE_V4_SAVE_PARTIAL_STATES:
         state = make_paged(b, "state_cache", KVC_DT_F4, state_row, &rc);
-        if (rc || (rc = bind_v4_save(b, backend, state, &save)) || (rc = place_aliased(b))) return rc;
+        if (rc || (rc = bind_v4_save(b, backend, state, &save))) return rc;
+        place_aliased(b);
         return backend->v4_save_partial_states(&save, err);
     case KVC_STAGE_V4_COMPRESS:
         state = make_paged(b, "state_cache", KVC_DT_F4, state_row, &rc);
         kv = make_paged(b, "kv_cache", kv_dtype, kv_row, &rc);
-        if (rc || (rc = bind_v4_compress(b, backend, state, kv, 0, &compress)) || (rc = place_aliased(b))) return rc;
+        if (rc || (rc = bind_v4_compress(b, backend, state, kv, 0, &compress))) return rc;
+        place_aliased(b);
         return backend->v4_compress(&compress, err);
     case KVC_STAGE_V4_FORWARD:
         /* Both stages are validated before the first one writes. */
         state = make_paged(b, "state_cache", KVC_DT_F4, state_row, &rc);
         kv = make_paged(b, "kv_cache", kv_dtype, kv_row, &rc);
-        if (rc || (rc = bind_v4_save(b, backend, state, &save)) || (rc = bind_v4_compress(b, backend, state, kv, 1, &compress)) ||
-            (rc = place_aliased(b)))
+        if (rc || (rc = bind_v4_save(b, backend, state, &save)) || (rc = bind_v4_compress(b, backend, state, kv, 1, &compress)))
             return rc;
+        place_aliased(b);
         if ((rc = kvc_validate_v4_forward_overlaps(&save, &compress, err)) || (rc = kvc_validate_v4_compress(&compress, err))) return rc;
         rc = backend->v4_save_partial_states(&save, err);
         return rc ? rc : backend->v4_compress(&compress, err);
     case KVC_STAGE_V41_SAVE_COMPRESS_NORM:
         if (c->compress_ratio == 2) state = make_paged(b, "state_cache", KVC_DT_F4, 1024, &rc);
-        if (rc || (rc = bind_v41_norm(b, backend, state, &norm)) || (rc = place_aliased(b))) return rc;
+        if (rc || (rc = bind_v41_norm(b, backend, state, &norm))) return rc;
+        place_aliased(b);
         return backend->v41_save_compress_norm(&norm, err);
     case KVC_STAGE_V41_ROPE_QUANT_INSERT:
     case KVC_STAGE_V41_ROPE_PLAIN_INSERT:
         kv = make_paged(b, "kv_cache", kv_dtype, kv_row, &rc);
-        if (rc || (rc = bind_v41_insert(b, backend, kv, NULL, "slot_mapping", &insert, &insert_fn)) || (rc = place_aliased(b)))
-            return rc;
+        if (rc || (rc = bind_v41_insert(b, backend, kv, NULL, "slot_mapping", &insert, &insert_fn))) return rc;
+        place_aliased(b);
         return insert_fn(&insert, err);
     case KVC_STAGE_V41_FORWARD:
         if (c->compress_ratio == 2) state = make_paged(b, "state_cache", KVC_DT_F4, 1024, &rc);
         kv = make_paged(b, "kv_cache", kv_dtype, kv_row, &rc);
         /* The insert stage's latent is the one the norm stage writes. */
         if (rc || (rc = bind_v41_norm(b, backend, state, &norm)) ||
-            (rc = bind_v41_insert(b, backend, kv, b->latent.data, insert_slots, &insert, &insert_fn)) || (rc = place_aliased(b)))
+            (rc = bind_v41_insert(b, backend, kv, b->latent.data, insert_slots, &insert, &insert_fn)))
             return rc;
+        place_aliased(b);
         if ((rc = kvc_validate_v41_forward_overlaps(&norm, &insert, err)) ||
             (rc = kvc_validate_v41_insert(&insert, c->cache_dtype == KVC_CACHE_FP8_DS_MLA, err)))
             return rc;

@@ -161,7 +161,8 @@ Test(forward_overlaps, unvalidated_geometry_is_left_to_the_stage) {
     kvc_error err;
     f.insert.kv_cache.data = f.norm.state_cache.data;
     kvc_paged_cache ring = f.norm.state_cache;
-    int64_t bad[][3] = {{0, 8 * 4096, 8 * 4096}, {2, 0, 8 * 4096}, {2, 8 * 4096, 100}, {INT64_MAX, 8 * 4096, INT64_MAX / 2}};
+    int64_t bad[][3] = {{0, 8 * 4096, 8 * 4096}, {2, 0, 8 * 4096}, {2, 8 * 4096, 100}, {INT64_MAX, 8 * 4096, INT64_MAX / 2},
+                        {2, 8 * 4096, INT64_MAX - 100}};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         f.norm.state_cache = ring;
         f.norm.state_cache.num_pages = bad[i][0];
