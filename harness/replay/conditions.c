@@ -112,6 +112,15 @@ int kvc_replay_check_conditions(const kvc_backend *backend, const kvc_case *c, c
     return failed;
 }
 
+void kvc_replay_note_unrun_alias(const kvc_case *c, int in_process, char *detail, size_t size) {
+    kvc_replay_conditions k;
+    char error[256];
+    if (in_process || kvc_replay_conditions_read(c, &k, error, sizeof error) || !k.aliased) return;
+    size_t n = strlen(detail);
+    snprintf(detail + n, size - n, " (case.json's aliased-buffers check did not run: these outputs came from copies of the tensors, "
+                                   "which cannot overlap; replay with an in-process --impl to run it)");
+}
+
 void kvc_replay_conditions_describe(const kvc_replay_conditions *k, char *out, size_t size) {
     out[0] = 0;
     if (!k->present || (k->num_threads < 2 && !k->permuted && !k->aliased)) return;

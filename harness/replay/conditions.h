@@ -32,6 +32,10 @@ int kvc_replay_conditions_read(const kvc_case *c, kvc_replay_conditions *k, char
 int kvc_replay_check_conditions(const kvc_backend *backend, const kvc_case *c, const kvc_run_options *run,
                                 const kvc_replay_conditions *k, const kvc_run_result *first, kvc_policy policy, char *detail,
                                 size_t size);
+/* Appends to detail that the case's recorded aliased-buffers check did
+ * not run when the outputs came from copies of the tensors (in_process 0:
+ * outside outputs, a py: candidate), where no two can overlap. */
+void kvc_replay_note_unrun_alias(const kvc_case *c, int in_process, char *detail, size_t size);
 /* " (threads 1,3; permuted pages)" for the replay line, "" without. */
 void kvc_replay_conditions_describe(const kvc_replay_conditions *k, char *out, size_t size);
 

@@ -145,6 +145,28 @@ Test(aliasing, replay_reads_and_runs_the_recorded_seed) {
     kvc_case_free(&c);
 }
 
+/* Outputs from copies (outside outputs, a py: candidate) say that the
+ * recorded check did not run. */
+Test(aliasing, replay_says_when_the_check_cannot_run) {
+    kvc_case c = {0};
+    char detail[600] = "bit-exact";
+    c.meta_json = strdup("{\"replay\":{\"alias_seed\":\"0x9\"}}");
+    kvc_replay_note_unrun_alias(&c, 1, detail, sizeof detail);
+    cr_expect_str_eq(detail, "bit-exact");
+    kvc_replay_note_unrun_alias(&c, 0, detail, sizeof detail);
+    cr_expect_str_eq(detail, "bit-exact (case.json's aliased-buffers check did not run: these outputs came from copies of the tensors, "
+                             "which cannot overlap; replay with an in-process --impl to run it)");
+    const char *without[] = {"{\"replay\":{\"threads\":[2]}}", "{\"replay\":{\"alias_seed\":1}}"};
+    for (int i = 0; i < 2; i++) {
+        free(c.meta_json);
+        c.meta_json = strdup(without[i]);
+        snprintf(detail, sizeof detail, "bit-exact");
+        kvc_replay_note_unrun_alias(&c, 0, detail, sizeof detail);
+        cr_expect_str_eq(detail, "bit-exact", "%s", without[i]);
+    }
+    free(c.meta_json);
+}
+
 Test(aliasing, coverage_counts_checked_and_skipped) {
     kvc_coverage_tally *t = calloc(1, sizeof *t);
     kvc_case_coverage checked = {.max_position = -1, .aliased = 1}, skipped = {.max_position = -1, .alias_unavailable = 1};
