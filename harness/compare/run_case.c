@@ -59,7 +59,6 @@ typedef struct {
 typedef struct {
     uint8_t *block, *before;  /* the allocation, and its bytes before the call (after it, in the same malloc) */
     size_t bytes;
-    const char *output, *other;
 } aliased_pair;
 
 typedef struct {
@@ -360,8 +359,8 @@ static void set_fields(const call_tensor *t, void *p) {
     for (int i = 0; i < t->num_fields; i++) memcpy(t->fields[i], &p, sizeof p);
 }
 
-/* The tensors of the call that seed picks: an output, and another tensor
- * (an input or another output); NULL when the call has no such pair. */
+/* The tensors of the call that r picks: an output, and another tensor
+ * (an input or another output); 0 when the call has no such pair. */
 static int pick_pair(binding *b, kvc_rng *r, call_tensor **output, call_tensor **other) {
     call_tensor *outputs[MAX_CALL_TENSORS], *others[MAX_CALL_TENSORS];
     int num_outputs = 0, num_others = 0;
@@ -396,7 +395,7 @@ static void place_aliased(binding *b) {
     size_t rounded = (bytes + 63) / 64 * 64;
     uint8_t *block = aligned_alloc(64, 2 * rounded);
     if (!block) return;   /* out of memory: the call runs unaliased (result->aliased 0) */
-    memset(block, 0, bytes);
+    /* [0, bytes) is the union of the two ranges: both copies cover it. */
     uint8_t *at_output = block + (output_first ? 0 : offset), *at_other = block + (output_first ? offset : 0);
     memcpy(at_output, field_pointer(output->fields[0]), (size_t)output->bytes);
     memcpy(at_other, field_pointer(other->fields[0]), (size_t)other->bytes);
@@ -404,7 +403,7 @@ static void place_aliased(binding *b) {
     set_fields(other, at_other);
     uint8_t *before = block + rounded;
     memcpy(before, block, bytes);
-    b->alias = (aliased_pair){.block = block, .before = before, .bytes = bytes, .output = output->name, .other = other->name};
+    b->alias = (aliased_pair){.block = block, .before = before, .bytes = bytes};
     kvc_run_result *res = b->result;
     res->aliased = 1;
     snprintf(res->alias_message, sizeof res->alias_message, "%s (bytes %lld..%lld) and %s (bytes %lld..%lld) in one allocation",
