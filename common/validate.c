@@ -390,3 +390,82 @@ int kvc_validate_v41_insert(const kvc_v41_insert_args *a, int expect_quant, kvc_
     free(owner);
     return ok(err);
 }
+
+/* ---- forwards: one call, two stages --------------------------------- */
+
+/* A tensor of a forward call: where it lies and how many bytes. */
+typedef struct {
+    const void *data;
+    int64_t bytes;
+    const char *name;
+} tensor_range;
+
+/* The byte span of a cache whose geometry its stage has not validated
+ * yet: 0 (nothing to compare) when it cannot be a span at all. */
+static int64_t unchecked_span(const kvc_paged_cache *c) {
+    int64_t span;
+    if (c->num_pages <= 0 || c->page_bytes <= 0 || c->page_stride < c->page_bytes ||
+        __builtin_mul_overflow(c->num_pages - 1, c->page_stride, &span) || __builtin_add_overflow(span, c->page_bytes, &span))
+        return 0;
+    return span;
+}
+
+/* Every output against every other output and every input: a forward's
+ * second stage reads what its first stage wrote, so an overlap between
+ * the stages is as much a conflict as one inside a stage. */
+static int check_forward_disjoint(const tensor_range *outputs, int num_outputs, const tensor_range *inputs, int num_inputs,
+                                  kvc_error *err) {
+    for (int o = 0; o < num_outputs; o++) {
+        for (int other = o + 1; other < num_outputs; other++)
+            TRY(check_disjoint(outputs[o].data, outputs[o].bytes, outputs[o].name, outputs[other].data, outputs[other].bytes,
+                               outputs[other].name, err));
+        for (int i = 0; i < num_inputs; i++)
+            TRY(check_disjoint(outputs[o].data, outputs[o].bytes, outputs[o].name, inputs[i].data, inputs[i].bytes, inputs[i].name, err));
+    }
+    return KVC_OK;
+}
+
+/* count x size bytes, 0 for a count its stage's validator refuses (it
+ * runs after these checks): sizes stay far below 2^63. */
+static int64_t bytes_of(int64_t count, int64_t size) { return count < 0 || count > KVC_MAX_COUNT ? 0 : count * size; }
+
+int kvc_validate_v4_forward_overlaps(const kvc_v4_save_args *save, const kvc_v4_compress_args *compress, kvc_error *err) {
+    int32_t R = compress->compress_ratio, D = compress->head_dim;
+    if ((R != 4 && R != 128) || (D != 512 && D != 128)) return ok(err);   /* refused by the stages */
+    int64_t T = compress->num_tokens, W = (int64_t)kvc_v4_coff(R) * D, table;
+    if (__builtin_mul_overflow(compress->num_requests, compress->max_blocks, &table)) table = -1;
+    tensor_range outputs[] = {{save->state_cache.data, unchecked_span(&save->state_cache), "state_cache"},
+                              {compress->kv_cache.data, unchecked_span(&compress->kv_cache), "kv_cache"}};
+    tensor_range inputs[] = {{save->kv, bytes_of(T, W * 4), "kv"},
+                             {save->score, bytes_of(T, W * 4), "score"},
+                             {save->ape, R * W * 4, "ape"},
+                             {save->positions, bytes_of(T, 8), "positions"},
+                             {save->slot_mapping, bytes_of(T, 8), "slot_mapping"},
+                             {compress->block_table, bytes_of(table, 4), "block_table"},
+                             {compress->token_to_req, bytes_of(T, 4), "token_to_req"},
+                             {compress->kv_slot_mapping, bytes_of(T, 8), "kv_slot_mapping"},
+                             {compress->norm_weight, D * 4, "norm_weight"},
+                             {compress->cos_sin, bytes_of(compress->cos_sin_rows, 64 * 4), "cos_sin"}};
+    TRY(check_forward_disjoint(outputs, 2, inputs, (int)(sizeof inputs / sizeof *inputs), err));
+    return ok(err);
+}
+
+int kvc_validate_v41_forward_overlaps(const kvc_v41_norm_args *norm, const kvc_v41_insert_args *insert, kvc_error *err) {
+    int64_t T = insert->num_tokens, R = insert->compress_ratio;
+    if (R != 1 && R != 2) return ok(err);   /* refused by the stages */
+    int ring = R == 2;
+    int64_t NR = norm->num_requests, starts_bytes = NR < 0 || NR > KVC_MAX_COUNT ? 0 : (NR + 1) * 4;
+    tensor_range outputs[] = {{norm->latent, bytes_of(T, KVC_V41_HEAD_DIM * 2), "latent"},
+                              {insert->kv_cache.data, unchecked_span(&insert->kv_cache), "kv_cache"},
+                              {norm->state_cache.data, ring ? unchecked_span(&norm->state_cache) : 0, "state_cache"}};
+    tensor_range inputs[] = {{norm->kv_score, bytes_of(T, 512 * R * 4), "kv_score"},
+                             {norm->positions, bytes_of(T, 8), "positions"},
+                             {norm->slot_mapping, bytes_of(T, 8), "slot_mapping"},
+                             {norm->norm_weight, 1024, "norm_weight"},
+                             {norm->token_to_req, ring ? bytes_of(T, 4) : 0, "token_to_req"},
+                             {norm->query_start_loc, ring ? starts_bytes : 0, "query_start_loc"},
+                             {insert->slot_mapping, bytes_of(T, 8), ring ? "kv_slot_mapping" : "slot_mapping"},
+                             {insert->cos_sin, bytes_of(insert->cos_sin_rows, 256), "cos_sin"}};
+    TRY(check_forward_disjoint(outputs, 3, inputs, (int)(sizeof inputs / sizeof *inputs), err));
+    return ok(err);
+}

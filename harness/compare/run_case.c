@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "kvcmp/layout.h"
+#include "kvcmp/rng.h"
 #include "kvcmp/validate.h"
 
 /* A paged working copy of one cache tensor. */
@@ -42,6 +43,24 @@ static uint8_t *kept_buffer(int slot, size_t bytes) {
     return kept_buffers[slot].data;
 }
 
+/* A pointer tensor of the call, for the aliased-buffers check: the
+ * argument fields that hold it (a forward's two stages may share one),
+ * its bytes, and whether the call writes it. */
+#define MAX_CALL_TENSORS 16
+typedef struct {
+    const char *name;
+    void *fields[2];         /* addresses of the pointer members */
+    int num_fields;
+    int64_t bytes;
+    int output;
+} call_tensor;
+
+/* Two tensors of the call placed in one allocation (options->alias_seed). */
+typedef struct {
+    uint8_t *block, *before;  /* the allocation, and its bytes before the call (after it, in the same malloc) */
+    size_t bytes;
+} aliased_pair;
+
 typedef struct {
     const kvc_case *c;
     const kvc_run_options *options;
@@ -49,6 +68,9 @@ typedef struct {
     paged_copy pages[3];
     int num_pages;
     kvc_array latent;        /* working latent (v41 norm and forward) */
+    call_tensor tensors[MAX_CALL_TENSORS];
+    int num_tensors;
+    aliased_pair alias;
 } binding;
 
 static int case_error(binding *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -157,32 +179,52 @@ static int64_t tokens_of(binding *b, const char *name, int *rc) {
     return *rc ? 0 : a->shape[0];
 }
 
-static int run_v4_save(binding *b, const kvc_backend *backend, paged_copy *state) {
+/* Registers a pointer member of the call's arguments; a name seen before
+ * (positions in both stages of a forward) gets the second field.  A call
+ * has two stages at most, and a v41.forward, the largest, 11 tensors. */
+static void add_tensor(binding *b, const char *name, void *field, int64_t bytes, int output) {
+    for (int i = 0; i < b->num_tensors; i++)
+        if (strcmp(b->tensors[i].name, name) == 0) {
+            b->tensors[i].fields[1] = field;
+            b->tensors[i].num_fields = 2;
+            b->tensors[i].output |= output;
+            return;
+        }
+    b->tensors[b->num_tensors++] = (call_tensor){.name = name, .fields = {field}, .num_fields = 1, .bytes = bytes, .output = output};
+}
+
+static int bind_v4_save(binding *b, const kvc_backend *backend, paged_copy *state, kvc_v4_save_args *a) {
     int rc = 0;
     const kvc_case *c = b->c;
     int64_t T = tokens_of(b, "positions", &rc);
     int64_t W = (int64_t)kvc_v4_coff(c->compress_ratio) * c->head_dim;
     int64_t token_shape[2] = {T, W}, ape_shape[2] = {c->compress_ratio, W}, t_shape[1] = {T};
-    kvc_v4_save_args a = {0};
-    a.num_tokens = T;
-    a.compress_ratio = c->compress_ratio;
-    a.head_dim = c->head_dim;
+    memset(a, 0, sizeof *a);
+    a->num_tokens = T;
+    a->compress_ratio = c->compress_ratio;
+    a->head_dim = c->head_dim;
     kvc_array *kv = need(b, "kv", KVC_DT_F4, 2, token_shape, &rc);
     kvc_array *score = need(b, "score", KVC_DT_F4, 2, token_shape, &rc);
     kvc_array *ape = need(b, "ape", KVC_DT_F4, 2, ape_shape, &rc);
     kvc_array *slots = need(b, "slot_mapping", KVC_DT_I8, 1, t_shape, &rc);
     if (rc) return rc;
     if (!backend->v4_save_partial_states) return case_error(b, "backend %s has no v4.save_partial_states", backend->name);
-    a.kv = kv->data; a.score = score->data; a.ape = ape->data;
-    a.positions = kvc_case_get(c, "positions")->data;
-    a.slot_mapping = slots->data;
-    a.state_cache = state->cache;
-    return backend->v4_save_partial_states(&a, &b->result->error);
+    a->kv = kv->data; a->score = score->data; a->ape = ape->data;
+    a->positions = kvc_case_get(c, "positions")->data;
+    a->slot_mapping = slots->data;
+    a->state_cache = state->cache;
+    add_tensor(b, "state_cache", &a->state_cache.data, kvc_cache_span(&a->state_cache), 1);
+    add_tensor(b, "kv", &a->kv, T * W * 4, 0);
+    add_tensor(b, "score", &a->score, T * W * 4, 0);
+    add_tensor(b, "ape", &a->ape, c->compress_ratio * W * 4, 0);
+    add_tensor(b, "positions", &a->positions, T * 8, 0);
+    add_tensor(b, "slot_mapping", &a->slot_mapping, T * 8, 0);
+    return 0;
 }
 
-/* validate_only: check the arguments with the shared validator and stop
- * (a forward validates its second stage before the first one writes). */
-static int run_v4_compress(binding *b, const kvc_backend *backend, paged_copy *state, paged_copy *kv_cache, int validate_only) {
+/* state_output: the state cache is written by the call (a forward). */
+static int bind_v4_compress(binding *b, const kvc_backend *backend, paged_copy *state, paged_copy *kv_cache, int state_output,
+                            kvc_v4_compress_args *a) {
     int rc = 0;
     const kvc_case *c = b->c;
     int64_t T = tokens_of(b, "positions", &rc);
@@ -195,28 +237,36 @@ static int run_v4_compress(binding *b, const kvc_backend *backend, paged_copy *s
     kvc_array *cos_sin = need(b, "cos_sin", KVC_DT_F4, 2, cos_shape, &rc);
     if (rc) return rc;
     if (!backend->v4_compress) return case_error(b, "backend %s has no v4.compress", backend->name);
-    kvc_v4_compress_args a = {0};
-    a.num_tokens = T;
-    a.compress_ratio = c->compress_ratio;
-    a.head_dim = c->head_dim;
-    a.eps = c->eps;
-    a.state_cache = state->cache;
-    a.block_table = block_table->data;
-    a.num_requests = block_table->shape[0];
-    a.max_blocks = block_table->shape[1];
-    a.token_to_req = token_to_req->data;
-    a.positions = kvc_case_get(c, "positions")->data;
-    a.slot_mapping = slots->data;
-    a.kv_slot_mapping = kv_slots->data;
-    a.norm_weight = weight->data;
-    a.cos_sin = cos_sin->data;
-    a.cos_sin_rows = cos_sin->shape[0];
-    a.kv_cache = kv_cache->cache;
-    if (validate_only) return kvc_validate_v4_compress(&a, &b->result->error);
-    return backend->v4_compress(&a, &b->result->error);
+    memset(a, 0, sizeof *a);
+    a->num_tokens = T;
+    a->compress_ratio = c->compress_ratio;
+    a->head_dim = c->head_dim;
+    a->eps = c->eps;
+    a->state_cache = state->cache;
+    a->block_table = block_table->data;
+    a->num_requests = block_table->shape[0];
+    a->max_blocks = block_table->shape[1];
+    a->token_to_req = token_to_req->data;
+    a->positions = kvc_case_get(c, "positions")->data;
+    a->slot_mapping = slots->data;
+    a->kv_slot_mapping = kv_slots->data;
+    a->norm_weight = weight->data;
+    a->cos_sin = cos_sin->data;
+    a->cos_sin_rows = cos_sin->shape[0];
+    a->kv_cache = kv_cache->cache;
+    add_tensor(b, "kv_cache", &a->kv_cache.data, kvc_cache_span(&a->kv_cache), 1);
+    add_tensor(b, "state_cache", &a->state_cache.data, kvc_cache_span(&a->state_cache), state_output);
+    add_tensor(b, "block_table", &a->block_table, (int64_t)block_table->count * 4, 0);
+    add_tensor(b, "token_to_req", &a->token_to_req, T * 4, 0);
+    add_tensor(b, "positions", &a->positions, T * 8, 0);
+    add_tensor(b, "slot_mapping", &a->slot_mapping, T * 8, 0);
+    add_tensor(b, "kv_slot_mapping", &a->kv_slot_mapping, T * 8, 0);
+    add_tensor(b, "norm_weight", &a->norm_weight, c->head_dim * 4, 0);
+    add_tensor(b, "cos_sin", &a->cos_sin, a->cos_sin_rows * 256, 0);
+    return 0;
 }
 
-static int run_v41_norm(binding *b, const kvc_backend *backend, paged_copy *ring) {
+static int bind_v41_norm(binding *b, const kvc_backend *backend, paged_copy *ring, kvc_v41_norm_args *a) {
     int rc = 0;
     const kvc_case *c = b->c;
     int64_t T = tokens_of(b, "positions", &rc);
@@ -237,26 +287,35 @@ static int run_v41_norm(binding *b, const kvc_backend *backend, paged_copy *ring
     if (!backend->v41_save_compress_norm) return case_error(b, "backend %s has no v41.save_compress_norm", backend->name);
     array_over(&b->latent, latent, malloc((size_t)(T * 512 * 2) + 1));   /* copied over: no zeroing */
     memcpy(b->latent.data, latent->data, (size_t)(T * 512 * 2));
-    kvc_v41_norm_args a = {0};
-    a.num_tokens = T;
-    a.compress_ratio = R;
-    a.eps = c->eps;
-    a.kv_score = kv_score->data;
-    a.positions = kvc_case_get(c, "positions")->data;
-    a.slot_mapping = slots->data;
-    a.norm_weight = weight->data;
-    a.latent = b->latent.data;
+    memset(a, 0, sizeof *a);
+    a->num_tokens = T;
+    a->compress_ratio = R;
+    a->eps = c->eps;
+    a->kv_score = kv_score->data;
+    a->positions = kvc_case_get(c, "positions")->data;
+    a->slot_mapping = slots->data;
+    a->norm_weight = weight->data;
+    a->latent = b->latent.data;
+    add_tensor(b, "latent", &a->latent, T * 1024, 1);
+    add_tensor(b, "kv_score", &a->kv_score, (int64_t)kv_score->count * 4, 0);
+    add_tensor(b, "positions", &a->positions, T * 8, 0);
+    add_tensor(b, "slot_mapping", &a->slot_mapping, T * 8, 0);
+    add_tensor(b, "norm_weight", &a->norm_weight, 1024, 0);
     if (R == 2) {
-        a.state_cache = ring->cache;
-        a.query_start_loc = qsl->data;
-        a.num_requests = qsl->shape[0] - 1;
-        a.token_to_req = token_to_req->data;
+        a->state_cache = ring->cache;
+        a->query_start_loc = qsl->data;
+        a->num_requests = qsl->shape[0] - 1;
+        a->token_to_req = token_to_req->data;
+        add_tensor(b, "state_cache", &a->state_cache.data, kvc_cache_span(&a->state_cache), 1);
+        add_tensor(b, "query_start_loc", &a->query_start_loc, (int64_t)qsl->count * 4, 0);
+        add_tensor(b, "token_to_req", &a->token_to_req, T * 4, 0);
     }
-    return backend->v41_save_compress_norm(&a, &b->result->error);
+    return 0;
 }
 
-static int run_v41_insert(binding *b, const kvc_backend *backend, paged_copy *kv_cache, const uint16_t *latent,
-                          const char *slot_name, int validate_only) {
+/* latent: the forward's working latent, or NULL for the case's. */
+static int bind_v41_insert(binding *b, const kvc_backend *backend, paged_copy *kv_cache, const uint16_t *latent,
+                           const char *slot_name, kvc_v41_insert_args *a, kvc_v41_insert_fn *fn) {
     int rc = 0;
     const kvc_case *c = b->c;
     int64_t T = tokens_of(b, "positions", &rc);
@@ -267,21 +326,106 @@ static int run_v41_insert(binding *b, const kvc_backend *backend, paged_copy *kv
     kvc_array *scale = c->cache_dtype == KVC_CACHE_FP8_E4M3 ? need(b, "fp8_scale", KVC_DT_F4, 1, scale_shape, &rc) : NULL;
     if (rc) return rc;
     int quant = c->cache_dtype == KVC_CACHE_FP8_DS_MLA;
-    kvc_v41_insert_fn fn = quant ? backend->v41_rope_quant_insert : backend->v41_rope_plain_insert;
-    if (!fn) return case_error(b, "backend %s has no %s", backend->name, quant ? "v41.rope_quant_insert" : "v41.rope_plain_insert");
-    kvc_v41_insert_args a = {0};
-    a.num_tokens = T;
-    a.compress_ratio = c->compress_ratio;
-    a.cache_dtype = c->cache_dtype;
-    a.latent = latent ? latent : latent_in->data;
-    a.positions = kvc_case_get(c, "positions")->data;
-    a.slot_mapping = slots->data;
-    a.cos_sin = cos_sin->data;
-    a.cos_sin_rows = cos_sin->shape[0];
-    a.kv_cache = kv_cache->cache;
-    a.fp8_scale = scale ? ((float *)scale->data)[0] : 0.0f;
-    if (validate_only) return kvc_validate_v41_insert(&a, quant, &b->result->error);
-    return fn(&a, &b->result->error);
+    *fn = quant ? backend->v41_rope_quant_insert : backend->v41_rope_plain_insert;
+    if (!*fn) return case_error(b, "backend %s has no %s", backend->name, quant ? "v41.rope_quant_insert" : "v41.rope_plain_insert");
+    memset(a, 0, sizeof *a);
+    a->num_tokens = T;
+    a->compress_ratio = c->compress_ratio;
+    a->cache_dtype = c->cache_dtype;
+    a->latent = latent ? latent : latent_in->data;
+    a->positions = kvc_case_get(c, "positions")->data;
+    a->slot_mapping = slots->data;
+    a->cos_sin = cos_sin->data;
+    a->cos_sin_rows = cos_sin->shape[0];
+    a->kv_cache = kv_cache->cache;
+    a->fp8_scale = scale ? ((float *)scale->data)[0] : 0.0f;
+    add_tensor(b, "kv_cache", &a->kv_cache.data, kvc_cache_span(&a->kv_cache), 1);
+    add_tensor(b, "latent", &a->latent, T * 1024, 0);
+    add_tensor(b, "positions", &a->positions, T * 8, 0);
+    add_tensor(b, slot_name, &a->slot_mapping, T * 8, 0);
+    add_tensor(b, "cos_sin", &a->cos_sin, a->cos_sin_rows * 256, 0);
+    return 0;
+}
+
+/* ---- aliased buffers --------------------------------------------------- */
+
+static void *field_pointer(void *field) {
+    void *p;
+    memcpy(&p, field, sizeof p);
+    return p;
+}
+
+static void set_fields(const call_tensor *t, void *p) {
+    for (int i = 0; i < t->num_fields; i++) memcpy(t->fields[i], &p, sizeof p);
+}
+
+/* The tensors of the call that r picks: an output, and another tensor
+ * (an input or another output); 0 when the call has no such pair. */
+static int pick_pair(binding *b, kvc_rng *r, call_tensor **output, call_tensor **other) {
+    call_tensor *outputs[MAX_CALL_TENSORS], *others[MAX_CALL_TENSORS];
+    int num_outputs = 0, num_others = 0;
+    for (int i = 0; i < b->num_tensors; i++)
+        if (b->tensors[i].output && b->tensors[i].bytes > 0) outputs[num_outputs++] = &b->tensors[i];
+    if (!num_outputs) return 0;
+    *output = outputs[kvc_rng_below(r, num_outputs)];
+    for (int i = 0; i < b->num_tensors; i++)
+        if (&b->tensors[i] != *output && b->tensors[i].bytes > 0) others[num_others++] = &b->tensors[i];
+    if (!num_others) return 0;
+    *other = others[kvc_rng_below(r, num_others)];
+    return 1;
+}
+
+/* Moves an output and another tensor of the call into one allocation so
+ * that they overlap (SPEC.md 8.1: the call must be rejected as a
+ * conflict, nothing written).  One of the two starts at byte 0, the other
+ * at a multiple of 64 inside it, so every alignment rule still holds.
+ * The output's bytes are copied first and the other tensor's over them:
+ * an index tensor keeps its values, so the overlap is the only fault. */
+static void place_aliased(binding *b) {
+    uint64_t seed = b->options ? b->options->alias_seed : 0;
+    if (!seed) return;
+    kvc_rng r;
+    kvc_rng_seed(&r, seed, 0xA11A5);
+    call_tensor *output, *other;
+    if (!pick_pair(b, &r, &output, &other)) return;
+    int output_first = kvc_rng_chance(&r, 1, 2);
+    call_tensor *first = output_first ? output : other, *second = output_first ? other : output;
+    int64_t offset = 64 * kvc_rng_below(&r, (first->bytes + 63) / 64);
+    size_t bytes = (size_t)(offset + second->bytes > first->bytes ? offset + second->bytes : first->bytes);
+    size_t rounded = (bytes + 63) / 64 * 64;
+    uint8_t *block = aligned_alloc(64, 2 * rounded);
+    if (!block) return;   /* out of memory: the call runs unaliased (result->aliased 0) */
+    /* [0, bytes) is the union of the two ranges: both copies cover it. */
+    uint8_t *at_output = block + (output_first ? 0 : offset), *at_other = block + (output_first ? offset : 0);
+    memcpy(at_output, field_pointer(output->fields[0]), (size_t)output->bytes);
+    memcpy(at_other, field_pointer(other->fields[0]), (size_t)other->bytes);
+    set_fields(output, at_output);
+    set_fields(other, at_other);
+    uint8_t *before = block + rounded;
+    memcpy(before, block, bytes);
+    b->alias = (aliased_pair){.block = block, .before = before, .bytes = bytes};
+    kvc_run_result *res = b->result;
+    res->aliased = 1;
+    snprintf(res->alias_message, sizeof res->alias_message, "%s (bytes %lld..%lld) and %s (bytes %lld..%lld) in one allocation",
+             output->name, (long long)(at_output - block), (long long)(at_output - block + output->bytes), other->name,
+             (long long)(at_other - block), (long long)(at_other - block + other->bytes));
+}
+
+/* After the call: a byte of the shared allocation that changed. */
+static void check_aliased(binding *b) {
+    aliased_pair *p = &b->alias;
+    if (!p->block) return;
+    for (size_t k = 0; k < p->bytes; k++)
+        if (p->block[k] != p->before[k]) {
+            kvc_run_result *r = b->result;
+            size_t n = strlen(r->alias_message);
+            r->alias_written = 1;
+            snprintf(r->alias_message + n, sizeof r->alias_message - n, ": byte %zu changed from 0x%02x to 0x%02x", k, p->before[k],
+                     p->block[k]);
+            break;
+        }
+    free(p->block);
+    p->block = p->before = NULL;
 }
 
 int kvc_stage_outputs(const kvc_case *c, const char **names) {
@@ -330,36 +474,59 @@ static int dispatch(binding *b, const kvc_backend *backend) {
     int64_t kv_row;
     kv_cache_geometry(c, &kv_dtype, &kv_row);
     paged_copy *state = NULL, *kv = NULL;
-    const char *insert_slots;
+    kvc_v4_save_args save;
+    kvc_v4_compress_args compress;
+    kvc_v41_norm_args norm;
+    kvc_v41_insert_args insert;
+    kvc_v41_insert_fn insert_fn;
+    kvc_error *err = &b->result->error;
+    const char *insert_slots = c->compress_ratio == 2 ? "kv_slot_mapping" : "slot_mapping";
     switch (c->stage) {
     case KVC_STAGE_V4_SAVE_PARTIAL_STATES:
         state = make_paged(b, "state_cache", KVC_DT_F4, state_row, &rc);
-        return rc ? rc : run_v4_save(b, backend, state);
+        if (rc || (rc = bind_v4_save(b, backend, state, &save))) return rc;
+        place_aliased(b);
+        return backend->v4_save_partial_states(&save, err);
     case KVC_STAGE_V4_COMPRESS:
         state = make_paged(b, "state_cache", KVC_DT_F4, state_row, &rc);
         kv = make_paged(b, "kv_cache", kv_dtype, kv_row, &rc);
-        return rc ? rc : run_v4_compress(b, backend, state, kv, 0);
+        if (rc || (rc = bind_v4_compress(b, backend, state, kv, 0, &compress))) return rc;
+        place_aliased(b);
+        return backend->v4_compress(&compress, err);
     case KVC_STAGE_V4_FORWARD:
+        /* Both stages are validated before the first one writes. */
         state = make_paged(b, "state_cache", KVC_DT_F4, state_row, &rc);
         kv = make_paged(b, "kv_cache", kv_dtype, kv_row, &rc);
-        if (rc || (rc = run_v4_compress(b, backend, state, kv, 1))) return rc;
-        rc = run_v4_save(b, backend, state);
-        return rc ? rc : run_v4_compress(b, backend, state, kv, 0);
+        if (rc || (rc = bind_v4_save(b, backend, state, &save)) || (rc = bind_v4_compress(b, backend, state, kv, 1, &compress)))
+            return rc;
+        place_aliased(b);
+        if ((rc = kvc_validate_v4_forward_overlaps(&save, &compress, err)) || (rc = kvc_validate_v4_compress(&compress, err))) return rc;
+        rc = backend->v4_save_partial_states(&save, err);
+        return rc ? rc : backend->v4_compress(&compress, err);
     case KVC_STAGE_V41_SAVE_COMPRESS_NORM:
         if (c->compress_ratio == 2) state = make_paged(b, "state_cache", KVC_DT_F4, 1024, &rc);
-        return rc ? rc : run_v41_norm(b, backend, state);
+        if (rc || (rc = bind_v41_norm(b, backend, state, &norm))) return rc;
+        place_aliased(b);
+        return backend->v41_save_compress_norm(&norm, err);
     case KVC_STAGE_V41_ROPE_QUANT_INSERT:
     case KVC_STAGE_V41_ROPE_PLAIN_INSERT:
         kv = make_paged(b, "kv_cache", kv_dtype, kv_row, &rc);
-        return rc ? rc : run_v41_insert(b, backend, kv, NULL, "slot_mapping", 0);
+        if (rc || (rc = bind_v41_insert(b, backend, kv, NULL, "slot_mapping", &insert, &insert_fn))) return rc;
+        place_aliased(b);
+        return insert_fn(&insert, err);
     case KVC_STAGE_V41_FORWARD:
         if (c->compress_ratio == 2) state = make_paged(b, "state_cache", KVC_DT_F4, 1024, &rc);
         kv = make_paged(b, "kv_cache", kv_dtype, kv_row, &rc);
-        if (rc) return rc;
-        insert_slots = c->compress_ratio == 2 ? "kv_slot_mapping" : "slot_mapping";
-        if ((rc = run_v41_insert(b, backend, kv, NULL, insert_slots, 1))) return rc;
-        rc = run_v41_norm(b, backend, state);
-        return rc ? rc : run_v41_insert(b, backend, kv, b->latent.data, insert_slots, 0);
+        /* The insert stage's latent is the one the norm stage writes. */
+        if (rc || (rc = bind_v41_norm(b, backend, state, &norm)) ||
+            (rc = bind_v41_insert(b, backend, kv, b->latent.data, insert_slots, &insert, &insert_fn)))
+            return rc;
+        place_aliased(b);
+        if ((rc = kvc_validate_v41_forward_overlaps(&norm, &insert, err)) ||
+            (rc = kvc_validate_v41_insert(&insert, c->cache_dtype == KVC_CACHE_FP8_DS_MLA, err)))
+            return rc;
+        rc = backend->v41_save_compress_norm(&norm, err);
+        return rc ? rc : insert_fn(&insert, err);
     default:
         return case_error(b, "unknown stage");
     }
@@ -369,6 +536,7 @@ int kvc_run_case(const kvc_backend *backend, const kvc_case *c, const kvc_run_op
     memset(result, 0, sizeof *result);
     binding b = {.c = c, .options = options, .result = result};
     int rc = dispatch(&b, backend);
+    check_aliased(&b);
     result->status = rc;
     result->error.code = rc;
     int keep = rc == KVC_OK || (options && options->keep_outputs_on_error && strncmp(result->error.message, "case:", 5) != 0);

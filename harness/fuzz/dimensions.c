@@ -44,6 +44,8 @@ void kvc_coverage_add(kvc_coverage_tally *t, const kvc_case_coverage *k) {
     t->positions[position_bucket(k->max_position)]++;
     for (int d = 0; d < KVC_DIM_COUNT; d++) t->dimensions[d] += (k->dimensions >> d) & 1u;
     if (k->page_padding > 0) t->padding[k->page_padding % 64 != 0]++;
+    t->aliased += k->aliased != 0;
+    t->alias_unavailable += k->alias_unavailable != 0;
     if (!k->rule) return;
     int i = 0;
     while (i < t->num_rules && strcmp(t->rules[i].name, k->rule) != 0) i++;
@@ -80,6 +82,11 @@ void kvc_coverage_print(FILE *f, const kvc_coverage_tally *t) {
     print_counts(f, "closing tokens/call", closing_names, t->closing, KVC_CLOSING_BUCKETS, t->cases);
     print_counts(f, "largest position", position_names, t->positions, KVC_POSITION_BUCKETS, t->cases);
     print_counts(f, "page padding", padding_names, t->padding, 2, t->cases);
+    fprintf(f, "  %-22s %lld (%.1f%%): an output placed over another tensor of the call, conflict expected\n", "aliased buffers",
+            (long long)t->aliased, share(t->aliased, t->cases));
+    if (t->alias_unavailable)
+        fprintf(f, "  %-22s skipped in %lld cases: the candidate gets copies of its tensors (a py: candidate's shared memory), "
+                   "so no two can overlap\n", "", (long long)t->alias_unavailable);
     fprintf(f, "  %-22s", "dimensions");
     for (int d = 0; d < KVC_DIM_COUNT; d++)
         fprintf(f, " %s: %lld (%.1f%%)", kvc_dimension_name(d), (long long)t->dimensions[d], share(t->dimensions[d], t->cases));
@@ -113,6 +120,9 @@ cJSON *kvc_coverage_json(const kvc_coverage_tally *t) {
     cJSON_AddItemToObject(root, "closing_tokens_per_call", named_counts(closing_names, t->closing, KVC_CLOSING_BUCKETS));
     cJSON_AddItemToObject(root, "largest_position", named_counts(position_names, t->positions, KVC_POSITION_BUCKETS));
     cJSON_AddItemToObject(root, "page_padding", named_counts(padding_names, t->padding, 2));
+    cJSON *aliased = cJSON_AddObjectToObject(root, "aliased_buffers");
+    cJSON_AddNumberToObject(aliased, "checked", (double)t->aliased);
+    cJSON_AddNumberToObject(aliased, "skipped", (double)t->alias_unavailable);
     cJSON *dims = cJSON_AddObjectToObject(root, "dimensions");
     for (int d = 0; d < KVC_DIM_COUNT; d++) cJSON_AddNumberToObject(dims, kvc_dimension_name(d), (double)t->dimensions[d]);
     cJSON *rules = cJSON_AddObjectToObject(root, "rules");

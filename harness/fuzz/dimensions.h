@@ -22,6 +22,8 @@
 typedef struct {
     int threads, other_threads;   /* 0: not run (a skipped case, a history) */
     int64_t page_padding;         /* the candidate's page padding, 0 when not run */
+    int aliased;                  /* the aliased-buffers check ran (SPEC.md 8.1) */
+    int alias_unavailable;        /* it was drawn, but the candidate gets copies of its tensors */
     int64_t closing_tokens;       /* valid closing tokens of the call */
     int64_t max_position;         /* the largest position of a valid token, -1 for none */
     unsigned dimensions;          /* KVC_DIM_* */
@@ -35,6 +37,7 @@ typedef struct {
     int64_t closing[KVC_CLOSING_BUCKETS], positions[KVC_POSITION_BUCKETS];
     int64_t dimensions[KVC_DIM_COUNT];
     int64_t padding[2];           /* page padding of whole 64-byte lines, of other multiples of 4 */
+    int64_t aliased, alias_unavailable;
     int num_rules;
     struct { char name[32]; int64_t cases, rejected; } rules[KVC_MAX_RULES];
 } kvc_coverage_tally;

@@ -213,10 +213,14 @@ static cJSON *replay_object(const kvc_fuzz_conditions *k) {
     cJSON_AddNumberToObject(replay, "canary", k->canary);
     int threads[2] = {k->threads, k->other_threads};
     cJSON_AddItemToObject(replay, "threads", cJSON_CreateIntArray(threads, k->other_threads > 0 ? 2 : 1));
+    char seed[32];   /* a string: JSON numbers lose 64-bit integers */
     if (k->permuted) {
-        char seed[32];   /* a string: JSON numbers lose 64-bit integers */
         snprintf(seed, sizeof seed, "0x%016llx", (unsigned long long)k->permutation_seed);
         cJSON_AddStringToObject(replay, "permutation_seed", seed);
+    }
+    if (k->aliased) {
+        snprintf(seed, sizeof seed, "0x%016llx", (unsigned long long)k->alias_seed);
+        cJSON_AddStringToObject(replay, "alias_seed", seed);
     }
     return replay;
 }
@@ -391,6 +395,8 @@ static int run_one(worker *w, int64_t index) {
     m.coverage.threads = g.history ? w->target.threads : v.conditions.threads;
     m.coverage.other_threads = v.conditions.other_threads;
     m.coverage.page_padding = g.history ? 0 : v.conditions.page_padding;
+    m.coverage.aliased = v.conditions.aliased;
+    m.coverage.alias_unavailable = v.conditions.alias_unavailable;
     m.coverage.rejected = !g.history && v.outcome != KVC_FUZZ_SKIP && v.reference_status != KVC_OK;
     if (v.outcome == KVC_FUZZ_FAIL) {
         kvc_fuzz_signature_of(&g.c, &v, &m.signature);

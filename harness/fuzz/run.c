@@ -209,6 +209,61 @@ static int inputs_written(const kvc_case *c, const uint8_t *copy, kvc_fuzz_verdi
     return 0;
 }
 
+/* ---- aliased buffers ------------------------------------------------ */
+
+int kvc_backend_takes_aliased_memory(const kvc_backend *b) { return strncmp(b->name, "py:", 3) != 0; }
+
+/* Any output of r whose bytes differ from the case's tensor of that name. */
+static int output_changed(const kvc_case *c, const kvc_run_result *r, char *out, size_t size) {
+    for (int i = 0; i < r->num_outputs; i++) {
+        kvc_array *input = kvc_case_get(c, r->outputs[i].name);
+        const kvc_array *got = &r->outputs[i].array;
+        size_t bytes = tensor_bytes(got);
+        if (!input || tensor_bytes(input) != bytes || memcmp(input->data, got->data, bytes) == 0) continue;
+        size_t k = 0;
+        while (((uint8_t *)input->data)[k] == ((uint8_t *)got->data)[k]) k++;
+        snprintf(out, size, "%s byte %zu changed", r->outputs[i].name, k);
+        return 1;
+    }
+    return 0;
+}
+
+int kvc_fuzz_check_aliased(const kvc_backend *candidate, const kvc_case *c, const kvc_run_options *o, uint64_t alias_seed, char *detail,
+                           size_t size) {
+    kvc_run_options aliased = *o;
+    aliased.alias_seed = alias_seed;
+    aliased.keep_outputs_on_error = 1;
+    kvc_run_result r;
+    kvc_run_case(candidate, c, &aliased, &r);
+    char changed[160];
+    int failed = r.aliased;
+    if (!r.aliased)
+        failed = -1;
+    else if (r.status != KVC_ERR_CONFLICT)
+        snprintf(detail, size, "with %s, the candidate returned %s (%s); SPEC.md 8.1: overlapping buffers are a conflict, nothing written",
+                 r.alias_message, kvc_status_name(r.status), r.status ? r.error.message : "it ran the call");
+    else if (r.alias_written)
+        snprintf(detail, size, "the candidate rejected the aliased call but wrote into it: %s", r.alias_message);
+    else if (r.padding_touched)
+        snprintf(detail, size, "the candidate rejected the aliased call but wrote page padding: %s", r.padding_message);
+    else if (output_changed(c, &r, changed, sizeof changed))
+        snprintf(detail, size, "the candidate rejected the aliased call (%s) but wrote: %s", r.alias_message, changed);
+    else
+        failed = 0;
+    kvc_run_result_free(&r);
+    return failed;
+}
+
+/* The share of checks that also get the aliased-buffers check, from a
+ * stream of the salt of its own: the other conditions draw as before. */
+#define ALIAS_PER_MILLE 30
+
+static uint64_t draw_alias_seed(uint64_t salt) {
+    kvc_rng rng;
+    kvc_rng_seed(&rng, salt, 0xA11A5);
+    return kvc_rng_below(&rng, 1000) < ALIAS_PER_MILLE ? kvc_rng_next(&rng) | 1 : 0;
+}
+
 /* ---- the check ------------------------------------------------------ */
 
 static kvc_fuzz_outcome compare_runs(const kvc_fuzz_target *t, const kvc_case *c, kvc_run_result *ref, kvc_run_result *cand,
@@ -271,11 +326,16 @@ static void draw_conditions(const kvc_fuzz_target *t, kvc_rng *rng, kvc_fuzz_con
     }
 }
 
+static void draw_all_conditions(const kvc_fuzz_target *t, uint64_t salt, kvc_rng *rng, kvc_fuzz_conditions *k) {
+    kvc_rng_seed(rng, salt, 0x5A17);
+    draw_conditions(t, rng, k);
+    k->alias_seed = t->replay_padding ? 0 : draw_alias_seed(salt);
+}
+
 void kvc_fuzz_draw_conditions(const kvc_fuzz_target *t, uint64_t salt, kvc_fuzz_conditions *k) {
     kvc_rng rng;
-    kvc_rng_seed(&rng, salt, 0x5A17);
     memset(k, 0, sizeof *k);
-    draw_conditions(t, &rng, k);
+    draw_all_conditions(t, salt, &rng, k);
 }
 
 static int other_thread_count(const kvc_fuzz_target *t, kvc_rng *rng, int threads) {
@@ -304,6 +364,20 @@ static kvc_fuzz_outcome check_threads(const kvc_fuzz_target *t, const kvc_case *
     return outcome;
 }
 
+/* The aliased-buffers check of a case both sides accepted. */
+static kvc_fuzz_outcome check_aliasing(const kvc_fuzz_target *t, const kvc_case *c, const kvc_run_options *o, const uint8_t *inputs,
+                                       kvc_fuzz_verdict *v) {
+    if (!kvc_backend_takes_aliased_memory(t->candidate)) {
+        v->conditions.alias_unavailable = 1;
+        return KVC_FUZZ_PASS;
+    }
+    char detail[600];
+    int failed = kvc_fuzz_check_aliased(t->candidate, c, o, v->conditions.alias_seed, detail, sizeof detail);
+    v->conditions.aliased = failed >= 0;
+    if (inputs_written(c, inputs, v)) return KVC_FUZZ_FAIL;
+    return failed == 1 ? fail(v, "aliasing", "%s", detail) : KVC_FUZZ_PASS;
+}
+
 kvc_fuzz_outcome kvc_fuzz_check_case(const kvc_fuzz_target *t, const kvc_case *c, uint64_t salt, kvc_fuzz_verdict *v) {
     memset(v, 0, sizeof *v);
     if (!kvc_backend_has_stage(t->candidate, c)) {
@@ -312,8 +386,7 @@ kvc_fuzz_outcome kvc_fuzz_check_case(const kvc_fuzz_target *t, const kvc_case *c
         return KVC_FUZZ_SKIP;
     }
     kvc_rng rng;
-    kvc_rng_seed(&rng, salt, 0x5A17);
-    draw_conditions(t, &rng, &v->conditions);
+    draw_all_conditions(t, salt, &rng, &v->conditions);
     kvc_run_options ref_options = {.page_padding = 0, .canary = 0xA5, .keep_outputs_on_error = 1};
     kvc_run_options cand_options = {.page_padding = v->conditions.page_padding, .canary = v->conditions.canary,
                                     .keep_outputs_on_error = 1};
@@ -329,6 +402,8 @@ kvc_fuzz_outcome kvc_fuzz_check_case(const kvc_fuzz_target *t, const kvc_case *c
     if (metamorphic && outcome == KVC_FUZZ_PASS && cand.status == KVC_OK)
         outcome = check_permutation(t, c, &cand, &cand_options, v);
     if (metamorphic && inputs_written(c, inputs, v)) outcome = KVC_FUZZ_FAIL;
+    if (outcome == KVC_FUZZ_PASS && ref.status == KVC_OK && v->conditions.alias_seed)
+        outcome = check_aliasing(t, c, &cand_options, inputs, v);
     free(inputs);
     if (outcome == KVC_FUZZ_PASS) v->has_report = 0;
     omp_set_num_threads(t->threads);

@@ -35,6 +35,11 @@ typedef struct {
     int other_threads;        /* > 0: the thread check's second count */
     int permuted;             /* 1: the permutation check ran */
     uint64_t permutation_seed;/* its pages' permutation (kvc_permute_case_pages) */
+    uint64_t alias_seed;      /* != 0: the case also gets the aliased-buffers check
+                                 (kvc_run_options.alias_seed), a small share */
+    int aliased;              /* 1: that check ran */
+    int alias_unavailable;    /* 1: drawn, but the candidate's tensors are copied
+                                 (a py: candidate's shared memory): not run */
 } kvc_fuzz_conditions;
 
 typedef enum { KVC_FUZZ_PASS = 0, KVC_FUZZ_FAIL = 1, KVC_FUZZ_SKIP = 2 } kvc_fuzz_outcome;
@@ -62,6 +67,16 @@ kvc_fuzz_outcome kvc_fuzz_check_case(const kvc_fuzz_target *target, const kvc_ca
 /* The candidate-side conditions kvc_fuzz_check_case draws from salt
  * (before any metamorphic check): for a case whose check crashed. */
 void kvc_fuzz_draw_conditions(const kvc_fuzz_target *target, uint64_t salt, kvc_fuzz_conditions *conditions);
+/* 0 for a candidate that gets copies of its tensors (a py: candidate's
+ * shared memory), where no two tensors can overlap; else 1. */
+int kvc_backend_takes_aliased_memory(const kvc_backend *backend);
+/* The aliased-buffers check (SPEC.md 8.1) of a case the reference
+ * accepts: run with o's options and alias_seed, the candidate must return
+ * conflict with every byte of every buffer unchanged.  0 when it does, 1
+ * with detail filled when not, -1 when the call has no two tensors to
+ * overlap (nothing ran). */
+int kvc_fuzz_check_aliased(const kvc_backend *candidate, const kvc_case *c, const kvc_run_options *o, uint64_t alias_seed, char *detail,
+                           size_t size);
 /* The reference's outputs as NAME.out tensors, to make a case a fixture
  * (nothing is added when the reference rejects the case). */
 int kvc_fuzz_add_expected(const kvc_backend *reference, kvc_case *c);

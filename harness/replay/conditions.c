@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "harness/fuzz/permute.h"
+#include "harness/fuzz/run.h"
 #include "kvcmp/validate.h"
 
 static int bad(char *error, size_t size, const char *what) {
@@ -38,6 +39,7 @@ int kvc_replay_conditions_read(const kvc_case *c, kvc_replay_conditions *k, char
         const cJSON *canary = cJSON_GetObjectItemCaseSensitive(replay, "canary");
         const cJSON *threads = cJSON_GetObjectItemCaseSensitive(replay, "threads");
         const cJSON *seed = cJSON_GetObjectItemCaseSensitive(replay, "permutation_seed");
+        const cJSON *alias = cJSON_GetObjectItemCaseSensitive(replay, "alias_seed");
         if (!cJSON_IsObject(replay)) rc = bad(error, size, "must be an object");
         else if (padding && (!cJSON_IsNumber(padding) || padding->valuedouble < 0 || (int64_t)padding->valuedouble % 4))
             rc = bad(error, size, "\"page_padding\" must be a non-negative multiple of 4 (SPEC.md 8: fp32 caches need 4-byte aligned page strides)");
@@ -45,11 +47,14 @@ int kvc_replay_conditions_read(const kvc_case *c, kvc_replay_conditions *k, char
             rc = bad(error, size, "\"canary\" must be a byte value 0..255");
         else if (seed && (!cJSON_IsString(seed) || sscanf(seed->valuestring, "%lli", (long long *)&k->permutation_seed) != 1))
             rc = bad(error, size, "\"permutation_seed\" must be a string holding a number, e.g. \"0x1f\"");
+        else if (alias && (!cJSON_IsString(alias) || sscanf(alias->valuestring, "%lli", (long long *)&k->alias_seed) != 1 || !k->alias_seed))
+            rc = bad(error, size, "\"alias_seed\" must be a string holding a non-zero number, e.g. \"0x1f\"");
         else if (threads) rc = read_threads(threads, k, error, size);
         if (rc == 0) {
             if (padding) k->page_padding = (int64_t)padding->valuedouble;
             if (canary) k->canary = canary->valueint;
             k->permuted = seed != NULL;
+            k->aliased = alias != NULL;
         }
     }
     cJSON_Delete(meta);
@@ -101,14 +106,27 @@ int kvc_replay_check_conditions(const kvc_backend *backend, const kvc_case *c, c
         kvc_page_permutation_free(&perm);
         kvc_case_free(&permuted);
     }
+    if (!failed && k->aliased && first->status == KVC_OK && kvc_backend_takes_aliased_memory(backend) &&
+        kvc_fuzz_check_aliased(backend, c, run, k->alias_seed, detail, size) == 1)
+        failed = 1;
     return failed;
+}
+
+void kvc_replay_note_unrun_alias(const kvc_case *c, int in_process, char *detail, size_t size) {
+    kvc_replay_conditions k;
+    char error[256];
+    if (in_process || kvc_replay_conditions_read(c, &k, error, sizeof error) || !k.aliased) return;
+    size_t n = strlen(detail);
+    snprintf(detail + n, size - n, " (case.json's aliased-buffers check did not run: these outputs came from copies of the tensors, "
+                                   "which cannot overlap; replay with an in-process --impl to run it)");
 }
 
 void kvc_replay_conditions_describe(const kvc_replay_conditions *k, char *out, size_t size) {
     out[0] = 0;
-    if (!k->present || (k->num_threads < 2 && !k->permuted)) return;
+    if (!k->present || (k->num_threads < 2 && !k->permuted && !k->aliased)) return;
     size_t n = (size_t)snprintf(out, size, " (case.json replay:");
     for (int i = 0; i < k->num_threads && n < size; i++) n += (size_t)snprintf(out + n, size - n, "%s%d", i ? "," : " threads ", k->threads[i]);
     if (k->permuted && n < size) n += (size_t)snprintf(out + n, size - n, "%spermuted pages", k->num_threads ? "; " : " ");
+    if (k->aliased && n < size) n += (size_t)snprintf(out + n, size - n, "%saliased buffers", k->num_threads || k->permuted ? "; " : " ");
     if (n < size) snprintf(out + n, size - n, ")");
 }

@@ -1,8 +1,9 @@
 /* The conditions a saved fuzz failure was found under (case.json meta
  * "replay", written by kvcmp fuzz): page padding and its canary, the
  * candidate's thread counts (a thread-check failure lists two), and the
- * seed of a physical-block permutation.  kvcmp replay honours them, so a
- * metamorphic failure fails its replay too. */
+ * seed of a physical-block permutation, the seed of the aliased-buffers
+ * check.  kvcmp replay honours them, so a metamorphic or aliasing failure
+ * fails its replay too. */
 #ifndef KVCMP_REPLAY_CONDITIONS_H
 #define KVCMP_REPLAY_CONDITIONS_H
 
@@ -18,6 +19,8 @@ typedef struct {
     int num_threads;
     int permuted;
     uint64_t permutation_seed;
+    int aliased;              /* the aliased-buffers check (SPEC.md 8.1) ran */
+    uint64_t alias_seed;
 } kvc_replay_conditions;
 
 /* Reads c->meta_json's "replay"; 0, or -1 with a message naming the field. */
@@ -29,6 +32,10 @@ int kvc_replay_conditions_read(const kvc_case *c, kvc_replay_conditions *k, char
 int kvc_replay_check_conditions(const kvc_backend *backend, const kvc_case *c, const kvc_run_options *run,
                                 const kvc_replay_conditions *k, const kvc_run_result *first, kvc_policy policy, char *detail,
                                 size_t size);
+/* Appends to detail that the case's recorded aliased-buffers check did
+ * not run when the outputs came from copies of the tensors (in_process 0:
+ * outside outputs, a py: candidate), where no two can overlap. */
+void kvc_replay_note_unrun_alias(const kvc_case *c, int in_process, char *detail, size_t size);
 /* " (threads 1,3; permuted pages)" for the replay line, "" without. */
 void kvc_replay_conditions_describe(const kvc_replay_conditions *k, char *out, size_t size);
 

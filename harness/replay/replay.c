@@ -179,6 +179,7 @@ static int judge_case(const char *dir, const kvc_case *c, const kvc_replay_optio
     kvc_replay_conditions_describe(&k, note, sizeof note);
     size_t n = strlen(detail);
     snprintf(detail + n, size - n, "%s", note);
+    kvc_replay_note_unrun_alias(c, kvc_backend_takes_aliased_memory(options->backend), detail, size);
     kvc_run_result_free(&result);
     return verdict;
 }
@@ -247,6 +248,7 @@ static int replay_loaded_case(const char *dir, const kvc_replay_options *options
         if (kvc_load_outside_outputs(&c, options->outputs_dir, dir, &status, error, sizeof error))
             snprintf(detail, size, "cannot read the outside outputs: %s", error);
         else verdict = kvc_compare_outside(&c, &status, options->policy, report, detail, size);
+        kvc_replay_note_unrun_alias(&c, 0, detail, size);
     } else if (!kvc_backend_has_stage(options->backend, &c)) {
         /* A partial library: the fuzzer skips such stages too. */
         snprintf(detail, size, "%s offers no %s", options->impl_name, kvc_stage_name(c.stage));

@@ -17,6 +17,10 @@ typedef struct {
     int keep_outputs_on_error;  /* also hand back the caches when the stage
                                    rejects its input (to check that nothing
                                    was written); not for "case:" errors */
+    uint64_t alias_seed;    /* 0, or: place one output and another tensor of the
+                               call overlapping in one allocation, picked by this
+                               seed (SPEC.md 8.1: the stage must reject the call
+                               as a conflict and write nothing) */
 } kvc_run_options;
 
 #define KVC_MAX_OUTPUTS 4
@@ -28,6 +32,9 @@ typedef struct {
     kvc_named_array outputs[KVC_MAX_OUTPUTS];   /* named like the inputs */
     int padding_touched;    /* a byte of page padding changed */
     char padding_message[256];
+    int aliased;            /* alias_seed placed two tensors in one allocation */
+    int alias_written;      /* a byte of that allocation changed */
+    char alias_message[256];/* which tensors, where; or the changed byte */
 } kvc_run_result;
 
 /* Returns the stage status (also in result->status).  A malformed case

@@ -118,6 +118,20 @@ Test(harness_self, generator_reaches_every_dimension_at_a_fixed_seed, .timeout =
     free(tally);
 }
 
+/* The aliased-buffers check (SPEC.md 8.1) is a condition of the check,
+ * drawn from each case's salt: within the first 1200 cases of seed 1
+ * (salts as fuzz.c's case_salt makes them) it is drawn, for a small share. */
+Test(harness_self, aliased_buffers_drawn_at_a_fixed_seed) {
+    kvc_fuzz_target target = {.reference = &kvc_reference_backend, .candidate = &kvc_reference_backend, .threads = 1};
+    int drawn = 0;
+    for (uint64_t index = 0; index < 1200; index++) {
+        kvc_fuzz_conditions k;
+        kvc_fuzz_draw_conditions(&target, 1 * 0x9E3779B97F4A7C15ull + index, &k);
+        drawn += k.alias_seed != 0;
+    }
+    cr_expect(drawn > 0 && drawn < 120, "%d of 1200 cases draw aliased buffers", drawn);
+}
+
 /* The candidate's page padding: whole lines mostly, and strides that are
  * not a multiple of 64 (SPEC.md 3), always a multiple of 4 (SPEC.md 8). */
 Test(harness_self, page_paddings_include_odd_strides) {
