@@ -228,32 +228,20 @@ static void compress_by_channel_block(const kvc_v4_compress_args *a, const int64
     }
 }
 
-/* Section 8's checks and the closing tokens that produce a row, in token
- * order: both on the threads (validate_tokens.h) when every token passes,
- * else the common validator's verdict, then the list on one thread. */
-static int validate_and_collect(const kvc_v4_compress_args *a, int64_t *tokens, int64_t *count, kvc_error *err) {
-    int rc = kvc_validate_v4_compress_fields(a, err);
-    if (rc || opt_v4_compress_tokens_valid(a, tokens, count)) return rc;
-    rc = kvc_validate_v4_compress(a, err);
-    if (rc) return rc;
-    *count = 0;
-    for (int64_t t = 0; t < a->num_tokens; t++)
-        if (a->slot_mapping[t] >= 0 && a->kv_slot_mapping[t] >= 0 && kvc_is_closing(a->positions[t], a->compress_ratio))
-            tokens[(*count)++] = t;
-    return KVC_OK;
-}
-
 int opt_v4_compress(const kvc_v4_compress_args *a, kvc_error *err) {
-    /* Room for the closing tokens, taken before validation (which fills
-     * it); a call that fails validation gives the validator's error. */
-    int64_t *tokens = malloc((size_t)(a->num_tokens > 0 ? a->num_tokens : 1) * sizeof *tokens);
-    if (!tokens) {
-        int rc = kvc_validate_v4_compress(a, err);
+    int rc = kvc_validate_v4_compress_fields(a, err);
+    if (rc) return rc;
+    /* Section 8's per-token checks and the list of closing tokens that
+     * produce a row, both on the threads (validate_tokens.h).  When a
+     * token fails them, the common validator gives the reference's error
+     * word for word; it passes such a batch only when the threads' check
+     * ran out of memory. */
+    int64_t *tokens = malloc((size_t)(a->num_tokens > 0 ? a->num_tokens : 1) * sizeof *tokens), count = 0;
+    if (!tokens || !opt_v4_compress_tokens_valid(a, tokens, &count)) {
+        free(tokens);
+        rc = kvc_validate_v4_compress(a, err);
         return rc ? rc : kvc_fail(err, KVC_ERR_NOMEM, "out of memory for the closing-token list");
     }
-    int64_t count = 0;
-    int rc = validate_and_collect(a, tokens, &count, err);
-    if (rc) { free(tokens); return rc; }
     /* At least ~4 closing tokens of R = 4 D = 512 per thread (stages.h). */
     int threads = opt_threads_for(opt_v4_compress_nanoseconds(count, a->compress_ratio, a->head_dim));
     if (count >= (int64_t)TOKENS_PER_THREAD_FOR_TOKEN_PARALLELISM * threads) {
