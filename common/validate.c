@@ -1,6 +1,7 @@
 /* Shared validation: see validate.h.  Each check names the tensor and the
  * index it rejects, and nothing has been written when it fails. */
 #include "kvcmp/validate.h"
+#include "common/validate_parts.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -145,7 +146,7 @@ static int check_v4_shape(int32_t ratio, int32_t head_dim, int64_t num_tokens, k
     return KVC_OK;
 }
 
-int kvc_validate_v4_save(const kvc_v4_save_args *a, kvc_error *err) {
+int kvc_validate_v4_save_fields(const kvc_v4_save_args *a, kvc_error *err) {
     TRY(check_v4_shape(a->compress_ratio, a->head_dim, a->num_tokens, err));
     int64_t T = a->num_tokens, W = (int64_t)kvc_v4_coff(a->compress_ratio) * a->head_dim;
     TRY(check_cache(&a->state_cache, "state_cache", 2 * W * 4, 4, err));
@@ -160,6 +161,12 @@ int kvc_validate_v4_save(const kvc_v4_save_args *a, kvc_error *err) {
     TRY(check_disjoint(a->state_cache.data, span, "state_cache", a->ape, a->compress_ratio * W * 4, "ape", err));
     TRY(check_disjoint(a->state_cache.data, span, "state_cache", a->positions, T * 8, "positions", err));
     TRY(check_disjoint(a->state_cache.data, span, "state_cache", a->slot_mapping, T * 8, "slot_mapping", err));
+    return ok(err);
+}
+
+int kvc_validate_v4_save(const kvc_v4_save_args *a, kvc_error *err) {
+    TRY(kvc_validate_v4_save_fields(a, err));
+    int64_t T = a->num_tokens;
     int64_t *owner = new_owner_table(a->state_cache.num_pages * a->state_cache.page_rows);
     if (!owner) return kvc_fail(err, KVC_ERR_NOMEM, "out of memory validating state_cache");
     for (int64_t t = 0; t < T; t++) {
@@ -194,7 +201,7 @@ static int check_v4_window(const kvc_v4_compress_args *a, int64_t t, kvc_error *
     return KVC_OK;
 }
 
-int kvc_validate_v4_compress(const kvc_v4_compress_args *a, kvc_error *err) {
+int kvc_validate_v4_compress_fields(const kvc_v4_compress_args *a, kvc_error *err) {
     TRY(check_v4_shape(a->compress_ratio, a->head_dim, a->num_tokens, err));
     int64_t T = a->num_tokens, D = a->head_dim, W = (int64_t)kvc_v4_coff(a->compress_ratio) * D;
     if (!(a->eps >= 0.0f && a->eps <= 1.0f)) return kvc_fail(err, KVC_ERR_PARAM, "eps = %g must be in [0, 1]", (double)a->eps);
@@ -225,6 +232,12 @@ int kvc_validate_v4_compress(const kvc_v4_compress_args *a, kvc_error *err) {
     TRY(check_disjoint(a->kv_cache.data, span, "kv_cache", a->kv_slot_mapping, T * 8, "kv_slot_mapping", err));
     TRY(check_disjoint(a->kv_cache.data, span, "kv_cache", a->token_to_req, T * 4, "token_to_req", err));
     TRY(check_disjoint(a->kv_cache.data, span, "kv_cache", a->block_table, a->num_requests * a->max_blocks * 4, "block_table", err));
+    return ok(err);
+}
+
+int kvc_validate_v4_compress(const kvc_v4_compress_args *a, kvc_error *err) {
+    TRY(kvc_validate_v4_compress_fields(a, err));
+    int64_t T = a->num_tokens;
     int64_t *owner = new_owner_table(a->kv_cache.num_pages * a->kv_cache.page_rows);
     if (!owner) return kvc_fail(err, KVC_ERR_NOMEM, "out of memory validating kv_cache");
     for (int64_t t = 0; t < T; t++) {

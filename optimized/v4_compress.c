@@ -12,6 +12,8 @@
 #include "kvcmp/formats.h"
 #include "kvcmp/layout.h"
 #include "kvcmp/validate.h"
+#include "common/validate_parts.h"
+#include "optimized/validate_tokens.h"
 #include "optimized/stages.h"
 #include "optimized/vector_math.h"
 
@@ -171,26 +173,35 @@ static void prefetch_window(const kvc_v4_compress_args *a, int64_t t) {
         }
 }
 
-/* Many closing tokens: runs of consecutive closing tokens (up to 16, at
- * least 8 runs per thread where the count allows) are handed out to the
- * threads; a thread walks its run in order and prefetches the next
- * window of its own run.  Bit-identical at any thread count: each token's
- * row is pooled, normed and stored by exactly one thread, with the
- * reference's operations in the reference's order. */
+/* Steps 1-9 for the i-th of the closing tokens, the next one's window
+ * fetched first (the next token is usually the same thread's: see below). */
+static void compress_token(const kvc_v4_compress_args *a, const int64_t *tokens, int64_t i, int64_t count) {
+    window_rows window;
+    float pooled[MAX_HEAD_DIM];
+    if (i + 1 < count) prefetch_window(a, tokens[i + 1]);
+    gather_window(a, tokens[i], &window);
+    for (int d = 0; d < a->head_dim; d += CHANNEL_BLOCK) pool_channel_block(&window, d, pooled);
+    finish_token(a, tokens[i], pooled);
+}
+
+/* Many closing tokens: guided chunks of consecutive tokens, the first
+ * ones about count / threads long (each thread walks its own stretch,
+ * prefetching as it goes), shrinking to one token at the end, so that
+ * threads that start late or run slow leave no long tail (dynamic runs
+ * of 16 R = 4 D = 512 tokens were ~100 us each, an eighth of a 16-thread
+ * prefill).  One thread runs the loop with no team: starting even an
+ * inactive parallel region costs about a microsecond.  Bit-identical at
+ * any thread count and chunking: each token's row is pooled, normed and
+ * stored by exactly one thread, with the reference's operations in the
+ * reference's order (a prefetch of a token another thread computes only
+ * moves a line into a cache). */
 static void compress_by_token(const kvc_v4_compress_args *a, const int64_t *tokens, int64_t count, int threads) {
-    int64_t run = opt_chunk_for(count, threads, 16), runs = (count + run - 1) / run;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-    for (int64_t r = 0; r < runs; r++) {
-        int64_t end = (r + 1) * run < count ? (r + 1) * run : count;
-        for (int64_t i = r * run; i < end; i++) {
-            window_rows window;
-            float pooled[MAX_HEAD_DIM];
-            if (i + 1 < end) prefetch_window(a, tokens[i + 1]);
-            gather_window(a, tokens[i], &window);
-            for (int d = 0; d < a->head_dim; d += CHANNEL_BLOCK) pool_channel_block(&window, d, pooled);
-            finish_token(a, tokens[i], pooled);
-        }
+    if (threads == 1) {
+        for (int64_t i = 0; i < count; i++) compress_token(a, tokens, i, count);
+        return;
     }
+#pragma omp parallel for schedule(guided) num_threads(threads)
+    for (int64_t i = 0; i < count; i++) compress_token(a, tokens, i, count);
 }
 
 /* Few closing tokens: the (token, channel block) pairs are spread over
@@ -218,15 +229,19 @@ static void compress_by_channel_block(const kvc_v4_compress_args *a, const int64
 }
 
 int opt_v4_compress(const kvc_v4_compress_args *a, kvc_error *err) {
-    int rc = kvc_validate_v4_compress(a, err);
+    int rc = kvc_validate_v4_compress_fields(a, err);
     if (rc) return rc;
-    /* The closing tokens that produce a row, collected once per call. */
-    int64_t *tokens = malloc((size_t)(a->num_tokens > 0 ? a->num_tokens : 1) * sizeof *tokens);
-    if (!tokens) return kvc_fail(err, KVC_ERR_NOMEM, "out of memory for the closing-token list");
-    int64_t count = 0;
-    for (int64_t t = 0; t < a->num_tokens; t++)
-        if (a->slot_mapping[t] >= 0 && a->kv_slot_mapping[t] >= 0 && kvc_is_closing(a->positions[t], a->compress_ratio))
-            tokens[count++] = t;
+    /* Section 8's per-token checks and the list of closing tokens that
+     * produce a row, both on the threads (validate_tokens.h).  When a
+     * token fails them, the common validator gives the reference's error
+     * word for word; it passes such a batch only when the threads' check
+     * ran out of memory. */
+    int64_t *tokens = malloc((size_t)(a->num_tokens > 0 ? a->num_tokens : 1) * sizeof *tokens), count = 0;
+    if (!tokens || !opt_v4_compress_tokens_valid(a, tokens, &count)) {
+        free(tokens);
+        rc = kvc_validate_v4_compress(a, err);
+        return rc ? rc : kvc_fail(err, KVC_ERR_NOMEM, "out of memory for the closing-token list");
+    }
     /* At least ~4 closing tokens of R = 4 D = 512 per thread (stages.h). */
     int threads = opt_threads_for(opt_v4_compress_nanoseconds(count, a->compress_ratio, a->head_dim));
     if (count >= (int64_t)TOKENS_PER_THREAD_FOR_TOKEN_PARALLELISM * threads) {

@@ -1,11 +1,14 @@
 /* Optimized v4.save_partial_states: state[s] = [kv[t], score[t] + ape].
  * Rows are independent, so tokens are spread over the threads. */
+#include <omp.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "kvcmp/formats.h"
 #include "kvcmp/layout.h"
 #include "kvcmp/validate.h"
+#include "common/validate_parts.h"
+#include "optimized/validate_tokens.h"
 #include "optimized/stages.h"
 #include "optimized/vector_math.h"
 
@@ -37,9 +40,34 @@ static void add_position_embedding(float *destination, const float *score, const
     }
 }
 
+/* Tokens [begin, end) of the call. */
+static void save_tokens(const kvc_v4_save_args *a, int64_t begin, int64_t end, int64_t width, int large_batch) {
+    for (int64_t t = begin; t < end; t++) {
+        int64_t slot = a->slot_mapping[t];
+        if (t + 1 < end) {
+            opt_prefetch_bytes(a->kv + (t + 1) * width, width * 4);
+            opt_prefetch_bytes(a->score + (t + 1) * width, width * 4);
+        }
+        if (slot < 0) continue;
+        float *state_row = (float *)kvc_plain_row(&a->state_cache, slot, 2 * width * 4);
+        const float *ape_row = a->ape + (a->positions[t] % a->compress_ratio) * width;
+        /* Streaming stores need 64-byte alignment (rows are whole
+         * multiples of 64 bytes, so only the row start matters). */
+        int streaming = large_batch && ((uintptr_t)state_row & 63) == 0;
+        copy_kv(state_row, a->kv + t * width, width, streaming);
+        add_position_embedding(state_row + width, a->score + t * width, ape_row, width, streaming);
+    }
+    /* Streaming stores are weakly ordered: drain them before the threads
+     * join, so every later reader sees the rows. */
+    _mm_sfence();
+}
+
 int opt_v4_save_partial_states(const kvc_v4_save_args *a, kvc_error *err) {
-    int rc = kvc_validate_v4_save(a, err);
+    /* Section 8: the per-token checks on the threads when every token
+     * passes, else the common validator's verdict (validate_tokens.h). */
+    int rc = kvc_validate_v4_save_fields(a, err);
     if (rc) return rc;
+    if (!opt_v4_save_tokens_valid(a) && (rc = kvc_validate_v4_save(a, err)) != KVC_OK) return rc;
     /* width = coff * D is 128, 256, 512 or 1024: whole zmm registers. */
     int64_t width = (int64_t)kvc_v4_coff(a->compress_ratio) * a->head_dim;
     int large_batch = a->num_tokens * 2 * width * 4 > STREAMING_STORE_BYTES;
@@ -47,27 +75,18 @@ int opt_v4_save_partial_states(const kvc_v4_save_args *a, kvc_error *err) {
      * Bit-identical at any thread count: each state row is written by
      * exactly one thread (section 8 rejects two tokens naming one slot). */
     int threads = opt_threads_for(opt_v4_save_nanoseconds(a->num_tokens, width));
+    /* One thread stores every row with no team: starting even an inactive
+     * parallel region costs about a microsecond (a decode's save is 64
+     * rows).  Otherwise each thread takes one contiguous range of tokens,
+     * as schedule(static) would. */
+    if (threads == 1) {
+        save_tokens(a, 0, a->num_tokens, width, large_batch);
+    } else {
 #pragma omp parallel num_threads(threads)
-    {
-#pragma omp for schedule(static)
-        for (int64_t t = 0; t < a->num_tokens; t++) {
-            int64_t slot = a->slot_mapping[t];
-            if (t + 1 < a->num_tokens) {
-                opt_prefetch_bytes(a->kv + (t + 1) * width, width * 4);
-                opt_prefetch_bytes(a->score + (t + 1) * width, width * 4);
-            }
-            if (slot < 0) continue;
-            float *state_row = (float *)kvc_plain_row(&a->state_cache, slot, 2 * width * 4);
-            const float *ape_row = a->ape + (a->positions[t] % a->compress_ratio) * width;
-            /* Streaming stores need 64-byte alignment (rows are whole
-             * multiples of 64 bytes, so only the row start matters). */
-            int streaming = large_batch && ((uintptr_t)state_row & 63) == 0;
-            copy_kv(state_row, a->kv + t * width, width, streaming);
-            add_position_embedding(state_row + width, a->score + t * width, ape_row, width, streaming);
+        {
+            int64_t part = omp_get_thread_num(), parts = omp_get_num_threads();
+            save_tokens(a, a->num_tokens * part / parts, a->num_tokens * (part + 1) / parts, width, large_batch);
         }
-        /* Streaming stores are weakly ordered: drain them before the
-         * threads join, so every later reader sees the rows. */
-        _mm_sfence();
     }
     opt_leave_vector_code();
     return KVC_OK;

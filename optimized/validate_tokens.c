@@ -1,0 +1,160 @@
+/* The per-token half of SPEC.md section 8's checks, spread over the
+ * threads (validate_tokens.h).  It decides only "every token passes" or
+ * "some token does not" (or memory ran out); in the second case the stage
+ * runs the common validator, whose first error is the reference's.  Each
+ * check below is the validator's, on the same tokens, so the two agree on
+ * every batch: this one only does not say which token failed first. */
+#include "optimized/validate_tokens.h"
+
+#include <stdlib.h>
+
+#include "kvcmp/layout.h"
+#include "kvcmp/validate.h"
+#include "optimized/stages.h"
+
+/* ---- One writer per row, without a lock ---- */
+
+/* Every checked token stores its index at its row's entry of `writer`,
+ * then, after a barrier, reads it back: with two tokens on one row, the
+ * later store overwrites the earlier, whose token reads the other's
+ * index.  Entries of rows no token names are never read, so the table
+ * is not initialised; relaxed atomics are plain moves that make the
+ * racing stores of a conflict defined.  (The common validator clears a
+ * table as large on every call.) */
+static int64_t *writer_table(const kvc_paged_cache *cache) {
+    int64_t rows = cache->num_pages * cache->page_rows;
+    return malloc(((size_t)rows + 1) * sizeof(int64_t));   /* rows >= 0: section 8 checked the cache */
+}
+static void claim_row(int64_t *writer, int64_t row, int64_t t) { __atomic_store_n(&writer[row], t, __ATOMIC_RELAXED); }
+static int row_kept(const int64_t *writer, int64_t row, int64_t t) { return __atomic_load_n(&writer[row], __ATOMIC_RELAXED) == t; }
+
+/* ---- The tokens of a call, split into one contiguous range per thread ---- */
+
+/* What a token check costs, about (a few loads and compares, a store and
+ * a load of its row's entry): a pass on the threads pays for itself from
+ * a few thousand tokens. */
+#define NANOSECONDS_PER_CHECKED_TOKEN 5.0
+
+static int check_threads(int64_t tokens) { return opt_threads_for((double)tokens * NANOSECONDS_PER_CHECKED_TOKEN); }
+
+static int64_t range_start(int64_t count, int part, int parts) { return count * part / parts; }
+
+/* section 8: a position the validator accepts. */
+static int position_ok(int64_t p) { return p >= 0 && p <= KVC_MAX_POSITION; }
+
+/* Save's tokens [begin, end): the validator's checks, each row claimed. */
+static int save_tokens_ok(const kvc_v4_save_args *a, int64_t begin, int64_t end, int64_t *writer) {
+    int64_t rows = a->state_cache.num_pages * a->state_cache.page_rows;
+    for (int64_t t = begin; t < end; t++) {
+        int64_t slot = a->slot_mapping[t];
+        if (slot < 0) continue;
+        if (!position_ok(a->positions[t]) || slot >= rows) return 0;
+        claim_row(writer, slot, t);
+    }
+    return 1;
+}
+
+static int save_rows_kept(const kvc_v4_save_args *a, int64_t begin, int64_t end, const int64_t *writer) {
+    for (int64_t t = begin; t < end; t++)
+        if (a->slot_mapping[t] >= 0 && !row_kept(writer, a->slot_mapping[t], t)) return 0;
+    return 1;
+}
+
+int opt_v4_save_tokens_valid(const kvc_v4_save_args *a) {
+    int64_t *writer = writer_table(&a->state_cache), num_tokens = a->num_tokens;
+    if (!writer) return 0;
+    int threads = check_threads(num_tokens), valid = 1;
+    if (threads == 1) {   /* no team: even an inactive region costs a microsecond */
+        valid = save_tokens_ok(a, 0, num_tokens, writer) && save_rows_kept(a, 0, num_tokens, writer);
+        free(writer);
+        return valid;
+    }
+#pragma omp parallel num_threads(threads) reduction(&& : valid)
+    {
+        int parts = omp_get_num_threads(), part = omp_get_thread_num();
+        int64_t begin = range_start(num_tokens, part, parts), end = range_start(num_tokens, part + 1, parts);
+        valid = save_tokens_ok(a, begin, end, writer);
+#pragma omp barrier
+        valid = valid && save_rows_kept(a, begin, end, writer);
+    }
+    free(writer);
+    return valid;
+}
+
+/* Every window entry of closing token t resolves through the block table
+ * to a page of the state cache: the validator walks the entries, this
+ * the block-table columns they fall in (consecutive positions, so every
+ * column from the first entry's to the last one's). */
+static int window_ok(const kvc_v4_compress_args *a, int64_t t) {
+    int64_t p = a->positions[t], window = (int64_t)kvc_v4_coff(a->compress_ratio) * a->compress_ratio;
+    int64_t rows = a->state_cache.page_rows, first = p - window + 1 > 0 ? p - window + 1 : 0;
+    int64_t last_column = p / rows;
+    if (last_column >= a->max_blocks) return 0;
+    const int32_t *columns = a->block_table + (int64_t)a->token_to_req[t] * a->max_blocks;
+    for (int64_t column = first / rows; column <= last_column; column++)
+        if (columns[column] < 0 || columns[column] >= a->state_cache.num_pages) return 0;
+    return 1;
+}
+
+/* One closing token of compress, past its position check. */
+static int closing_token_ok(const kvc_v4_compress_args *a, int64_t t) {
+    int64_t state_rows = a->state_cache.num_pages * a->state_cache.page_rows;
+    int64_t cache_rows = a->kv_cache.num_pages * a->kv_cache.page_rows;
+    return a->slot_mapping[t] < state_rows && a->kv_slot_mapping[t] < cache_rows && a->token_to_req[t] >= 0 &&
+           a->token_to_req[t] < a->num_requests && kvc_rope_row(a->positions[t], a->compress_ratio) < a->cos_sin_rows &&
+           window_ok(a, t);
+}
+
+/* Compress's tokens [begin, end): the validator's checks, each closing
+ * token's kv_cache row claimed and the token written from tokens[begin]
+ * on; their number, or -1 when a token fails. */
+static int64_t compress_tokens_ok(const kvc_v4_compress_args *a, int64_t begin, int64_t end, int64_t *writer, int64_t *tokens) {
+    int64_t found = 0;
+    for (int64_t t = begin; t < end; t++) {
+        if (a->slot_mapping[t] < 0 || a->kv_slot_mapping[t] < 0) continue;
+        if (!position_ok(a->positions[t])) return -1;
+        if (!kvc_is_closing(a->positions[t], a->compress_ratio)) continue;
+        if (!closing_token_ok(a, t)) return -1;
+        claim_row(writer, a->kv_slot_mapping[t], t);
+        tokens[begin + found++] = t;
+    }
+    return found;
+}
+
+static int compress_rows_kept(const kvc_v4_compress_args *a, const int64_t *tokens, int64_t count, const int64_t *writer) {
+    for (int64_t i = 0; i < count; i++)
+        if (!row_kept(writer, a->kv_slot_mapping[tokens[i]], tokens[i])) return 0;
+    return 1;
+}
+
+int opt_v4_compress_tokens_valid(const kvc_v4_compress_args *a, int64_t *tokens, int64_t *count) {
+    int64_t num_tokens = a->num_tokens;
+    int threads = check_threads(num_tokens), valid = 1, parts = 1;
+    int64_t *writer = writer_table(&a->kv_cache), *found = malloc((size_t)threads * sizeof *found);
+    if (!writer || !found) { free(writer); free(found); return 0; }
+    if (threads == 1) {   /* no team: even an inactive region costs a microsecond */
+        *count = compress_tokens_ok(a, 0, num_tokens, writer, tokens);
+        valid = *count >= 0 && compress_rows_kept(a, tokens, *count, writer);
+        free(writer);
+        free(found);
+        return valid;
+    }
+#pragma omp parallel num_threads(threads) reduction(&& : valid)
+    {
+        int part = omp_get_thread_num();
+        if (part == 0) parts = omp_get_num_threads();
+        int64_t begin = range_start(num_tokens, part, omp_get_num_threads());
+        found[part] = compress_tokens_ok(a, begin, range_start(num_tokens, part + 1, omp_get_num_threads()), writer, tokens);
+#pragma omp barrier
+        valid = found[part] >= 0 && compress_rows_kept(a, tokens + begin, found[part], writer);
+    }
+    /* The ranges' closing tokens moved together, in token order. */
+    *count = 0;
+    for (int part = 0; valid && part < parts; part++) {
+        int64_t begin = range_start(num_tokens, part, parts);
+        for (int64_t i = 0; i < found[part]; i++) tokens[(*count)++] = tokens[begin + i];
+    }
+    free(writer);
+    free(found);
+    return valid;
+}

@@ -1,0 +1,193 @@
+/* The optimized V4 stages check section 8's per-token rules on the
+ * threads and fall back on the common validator when a token fails
+ * (optimized/validate_tokens.c).  Each rule broken once, on a token in
+ * the first, middle or last of three thread ranges, must give the
+ * reference's status and message, word for word, with no output byte
+ * written; the unbroken batch the reference's bytes.  At 1 thread (no
+ * team) and at 3 (every allowed thread, whatever the batch's size). */
+#include <omp.h>
+
+#include "tests/test_support.h"
+
+#include "kvcmp/backends.h"
+#include "kvcmp/layout.h"
+#include "kvcmp/validate.h"
+#include "optimized/optimized.h"
+
+enum { REQUESTS = 2, CHUNK = 24, TOKENS = REQUESTS * CHUNK, BLOCK = 4, COLUMNS = CHUNK / BLOCK, PAGES = REQUESTS * COLUMNS + 1 };
+enum { WIDTH = 256, ROW_FLOATS = 2 * WIDTH, COS_ROWS = 4096, CACHE_ROWS = 16 };
+
+typedef struct {
+    kvc_v4_compress_args compress;
+    kvc_v4_save_args save;
+    int64_t positions[TOKENS], slots[TOKENS], kv_slots[TOKENS];
+    int32_t token_to_req[TOKENS], block_table[REQUESTS * COLUMNS];
+    float state[PAGES * BLOCK * ROW_FLOATS], cos_sin[COS_ROWS * 64], weight[128], kv[TOKENS * WIDTH], score[TOKENS * WIDTH],
+        ape[4 * WIDTH];
+    uint8_t kv_cache[CACHE_ROWS * 132];
+} batch;
+
+/* A valid batch: D = 128, R = 4, two requests of 24 positions from 0 in
+ * reversed blocks; closing tokens write kv_cache rows 0..11, every other
+ * non-closing token names row 0 (checked for its position, never
+ * written), the rest -1. */
+static void make_batch(batch *b) {
+    memset(b, 0, sizeof *b);
+    for (int i = 0; i < PAGES * BLOCK * ROW_FLOATS; i++) b->state[i] = (float)(i % 97) / 97.0f;
+    for (int i = 0; i < COS_ROWS * 64; i++) b->cos_sin[i] = (float)(i % 13) / 13.0f;
+    for (int i = 0; i < 128; i++) b->weight[i] = 1.0f + (float)i / 256.0f;
+    for (int i = 0; i < TOKENS * WIDTH; i++) { b->kv[i] = (float)(i % 31); b->score[i] = (float)(i % 7) / 7.0f; }
+    for (int i = 0; i < REQUESTS * COLUMNS; i++) b->block_table[i] = REQUESTS * COLUMNS - 1 - i;
+    kvc_v4_compress_args *a = &b->compress;
+    a->num_tokens = TOKENS;
+    a->compress_ratio = 4;
+    a->head_dim = 128;
+    a->eps = 1e-6f;
+    a->state_cache = (kvc_paged_cache){.data = b->state, .num_pages = PAGES, .page_rows = BLOCK,
+                                       .page_bytes = BLOCK * ROW_FLOATS * 4, .page_stride = BLOCK * ROW_FLOATS * 4};
+    int64_t row_bytes = kvc_cache_row_bytes(KVC_CACHE_FP8_INDEXER);
+    cr_assert_eq(row_bytes, 132);
+    a->kv_cache = (kvc_paged_cache){.data = b->kv_cache, .num_pages = 1, .page_rows = CACHE_ROWS, .page_bytes = CACHE_ROWS * row_bytes,
+                                    .page_stride = CACHE_ROWS * row_bytes};
+    a->block_table = b->block_table;
+    a->num_requests = REQUESTS;
+    a->max_blocks = COLUMNS;
+    a->norm_weight = b->weight;
+    a->cos_sin = b->cos_sin;
+    a->cos_sin_rows = COS_ROWS;
+    int64_t closing = 0;
+    for (int64_t t = 0; t < TOKENS; t++) {
+        int64_t req = t / CHUNK, p = t % CHUNK;
+        b->token_to_req[t] = (int32_t)req;
+        b->positions[t] = p;
+        b->slots[t] = kvc_v4_state_slot(a, req, p);
+        b->kv_slots[t] = kvc_is_closing(p, 4) ? closing++ : (t % 2 ? 0 : -1);
+    }
+    a->positions = b->positions;
+    a->slot_mapping = b->slots;
+    a->kv_slot_mapping = b->kv_slots;
+    a->token_to_req = b->token_to_req;
+    kvc_v4_save_args *s = &b->save;
+    s->num_tokens = TOKENS;
+    s->compress_ratio = 4;
+    s->head_dim = 128;
+    s->state_cache = a->state_cache;
+    s->kv = b->kv;
+    s->score = b->score;
+    s->ape = b->ape;
+    s->positions = b->positions;
+    s->slot_mapping = b->slots;
+}
+
+/* Closing tokens (position 3 mod 4) in the first, middle and last third. */
+static const int64_t closing_tokens[] = {3, 23, 47};
+
+typedef void (*breakage)(batch *b, int64_t t);
+static void unbroken(batch *b, int64_t t) { (void)b; (void)t; }
+static void position_negative(batch *b, int64_t t) { b->positions[t - 2] = -1; }   /* a non-closing token naming kv row 0 */
+static void position_too_high(batch *b, int64_t t) { b->positions[t] = KVC_MAX_POSITION + 1; }
+static void state_slot_past_cache(batch *b, int64_t t) { b->slots[t] = PAGES * BLOCK; }
+static void kv_slot_past_cache(batch *b, int64_t t) { b->kv_slots[t] = CACHE_ROWS; }
+static void request_negative(batch *b, int64_t t) { b->token_to_req[t] = -1; }
+static void request_past_table(batch *b, int64_t t) { b->token_to_req[t] = REQUESTS; }
+static void cos_sin_short(batch *b, int64_t t) { b->compress.cos_sin_rows = b->positions[t] / 4 * 4; }
+static void window_past_columns(batch *b, int64_t t) { b->positions[t] = COLUMNS * BLOCK + 3; }
+static void block_negative(batch *b, int64_t t) { b->block_table[b->token_to_req[t] * COLUMNS + b->positions[t] / BLOCK] = -1; }
+static void block_past_cache(batch *b, int64_t t) { b->block_table[b->token_to_req[t] * COLUMNS + b->positions[t] / BLOCK] = PAGES; }
+static void kv_row_shared_far(batch *b, int64_t t) { b->kv_slots[t] = b->kv_slots[t == 3 ? 47 : 3]; }
+static void kv_row_shared_near(batch *b, int64_t t) { b->kv_slots[t] = b->kv_slots[t == 3 ? 7 : t - 4]; }
+/* save only: a padding token's position is never checked. */
+static void padding_position(batch *b, int64_t t) { b->slots[t - 1] = -1; b->positions[t - 1] = -5; }
+static void state_row_shared(batch *b, int64_t t) { b->slots[t] = b->slots[t == 3 ? 47 : 3]; }
+
+static const struct { const char *name; breakage apply; } compress_breakages[] = {
+    {"unbroken", unbroken},
+    {"position_negative", position_negative},
+    {"position_too_high", position_too_high},
+    {"state_slot_past_cache", state_slot_past_cache},
+    {"kv_slot_past_cache", kv_slot_past_cache},
+    {"request_negative", request_negative},
+    {"request_past_table", request_past_table},
+    {"cos_sin_short", cos_sin_short},
+    {"window_past_columns", window_past_columns},
+    {"block_negative", block_negative},
+    {"block_past_cache", block_past_cache},
+    {"kv_row_shared_far", kv_row_shared_far},
+    {"kv_row_shared_near", kv_row_shared_near},
+};
+
+static const struct { const char *name; breakage apply; } save_breakages[] = {
+    {"unbroken", unbroken},
+    {"position_negative", position_negative},
+    {"position_too_high", position_too_high},
+    {"state_slot_past_cache", state_slot_past_cache},
+    {"padding_position", padding_position},
+    {"state_row_shared", state_row_shared},
+};
+
+static const kvc_backend *optimized_at(int threads) {
+    char error[256];
+    const kvc_backend *b = kvc_backend_by_name("opt", error, sizeof error);
+    if (!b) cr_skip_test("%s", error);
+    kvc_optimized_set_thread_work(0);   /* every allowed thread, however small the batch */
+    omp_set_num_threads(threads);
+    return b;
+}
+
+/* Status, message and every byte of `output` (size bytes) the same after
+ * the reference's call and the optimized one on identical batches. */
+static void expect_same(const char *what, int rc_ref, const kvc_error *ref, const void *ref_out, int rc_opt, const kvc_error *opt,
+                        const void *opt_out, size_t size) {
+    cr_expect_eq(rc_opt, rc_ref, "%s: status %d, the reference's %d (%s)", what, rc_opt, rc_ref, ref->message);
+    cr_expect_str_eq(opt->message, ref->message, "%s: message '%s', the reference's '%s'", what, opt->message, ref->message);
+    cr_expect_eq(memcmp(opt_out, ref_out, size), 0, "%s: output bytes differ from the reference's", what);
+}
+
+static void check_compress(int threads) {
+    const kvc_backend *opt = optimized_at(threads);
+    static batch ref_batch, opt_batch;
+    int rejected = 0;
+    for (size_t k = 0; k < sizeof compress_breakages / sizeof compress_breakages[0]; k++)
+        for (int i = 0; i < 3; i++) {
+            make_batch(&ref_batch);
+            make_batch(&opt_batch);
+            compress_breakages[k].apply(&ref_batch, closing_tokens[i]);
+            compress_breakages[k].apply(&opt_batch, closing_tokens[i]);
+            kvc_error ref_err = {0}, opt_err = {0};
+            int rc_ref = kvc_reference_backend.v4_compress(&ref_batch.compress, &ref_err);
+            int rc_opt = opt->v4_compress(&opt_batch.compress, &opt_err);
+            char what[128];
+            snprintf(what, sizeof what, "v4.compress %s at token %lld, %d threads", compress_breakages[k].name,
+                     (long long)closing_tokens[i], threads);
+            expect_same(what, rc_ref, &ref_err, ref_batch.kv_cache, rc_opt, &opt_err, opt_batch.kv_cache, sizeof ref_batch.kv_cache);
+            rejected += rc_ref != KVC_OK;
+        }
+    cr_expect_eq(rejected, 3 * 12, "%d of 36 broken batches rejected by the reference: a breakage broke nothing", rejected);
+}
+
+static void check_save(int threads) {
+    const kvc_backend *opt = optimized_at(threads);
+    static batch ref_batch, opt_batch;
+    int rejected = 0;
+    for (size_t k = 0; k < sizeof save_breakages / sizeof save_breakages[0]; k++)
+        for (int i = 0; i < 3; i++) {
+            make_batch(&ref_batch);
+            make_batch(&opt_batch);
+            save_breakages[k].apply(&ref_batch, closing_tokens[i]);
+            save_breakages[k].apply(&opt_batch, closing_tokens[i]);
+            kvc_error ref_err = {0}, opt_err = {0};
+            int rc_ref = kvc_reference_backend.v4_save_partial_states(&ref_batch.save, &ref_err);
+            int rc_opt = opt->v4_save_partial_states(&opt_batch.save, &opt_err);
+            char what[128];
+            snprintf(what, sizeof what, "v4.save_partial_states %s at token %lld, %d threads", save_breakages[k].name,
+                     (long long)closing_tokens[i], threads);
+            expect_same(what, rc_ref, &ref_err, ref_batch.state, rc_opt, &opt_err, opt_batch.state, sizeof ref_batch.state);
+            rejected += rc_ref != KVC_OK;
+        }
+    cr_expect_eq(rejected, 3 * 4, "%d of 12 broken batches rejected by the reference: a breakage broke nothing", rejected);
+}
+
+Test(optimized_validation, v4_compress_one_thread) { check_compress(1); }
+Test(optimized_validation, v4_compress_three_threads) { check_compress(3); }
+Test(optimized_validation, v4_save_one_thread) { check_save(1); }
+Test(optimized_validation, v4_save_three_threads) { check_save(3); }
