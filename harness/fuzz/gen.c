@@ -90,16 +90,27 @@ uint64_t kvc_variant_mask(const char *list, char *bad, size_t bad_size) {
  * expression below makes two draws whose order would matter: that would
  * tie the cases to one compiler. */
 
-/* Roughly N(0, 1): a sum of three 21-bit uniforms from one draw, exact
- * in fp32 (value generation dominates the fuzzer's own time). */
+/* Roughly N(0, 1): a sum of three 21-bit uniforms from one draw.  The
+ * sum (< 2^23) and its offset are exact integers and the scaling by
+ * 2^-20 is exact in fp32: the value of ((a + b + c) * 2^-21 - 1.5) * 2. */
 static float normal(kvc_rng *r) {
     uint64_t x = kvc_rng_next(r);
-    float a = (float)(x & 0x1FFFFF), b = (float)((x >> 21) & 0x1FFFFF), c = (float)(x >> 43);
-    return ((a + b + c) * 0x1p-21f - 1.5f) * 2.0f;
+    int32_t sum = (int32_t)(x & 0x1FFFFF) + (int32_t)((x >> 21) & 0x1FFFFF) + (int32_t)(x >> 43);
+    return (float)(sum - 3 * (1 << 20)) * 0x1p-20f;
+}
+
+/* ldexpf(x, k) for finite x and |k| < 900: the double product is exact,
+ * and its conversion rounds it once to fp32, as ldexpf does (subnormal
+ * results included), without a libm call per value. */
+static float ldexpf_exact(float x, int k) {
+    uint64_t bits = (uint64_t)(1023 + k) << 52;
+    double two_k;
+    memcpy(&two_k, &bits, sizeof two_k);
+    return (float)((double)x * two_k);
 }
 
 /* x * 2^k with k drawn from [lo, hi] after x. */
-static float scaled(kvc_rng *r, float x, int lo, int hi) { return ldexpf(x, (int)kvc_rng_range(r, lo, hi)); }
+static float scaled(kvc_rng *r, float x, int lo, int hi) { return ldexpf_exact(x, (int)kvc_rng_range(r, lo, hi)); }
 static float random_sign(kvc_rng *r, float x) { return kvc_rng_chance(r, 1, 2) ? x : -x; }
 
 static float nonfinite(kvc_rng *r) {
@@ -161,7 +172,7 @@ static float finite_value(kvc_rng *r, int family, int role) {
     return kvc_rng_chance(r, 1, 8) ? kvc_f32_from_bits(0x80000000u) : normal(r);
 }
 
-float kvc_gen_value(kvc_rng *r, int family, int role) {
+static float draw_value(kvc_rng *r, int family, int role) {
     if (role == KVC_ROLE_COS_SIN) return kvc_rng_unit(r) * 2.0f - 1.0f;
     if (family == KVC_FAM_MIXED) return mixed_value(r, role);
     if (family == KVC_FAM_BIT_PATTERNS && role != KVC_ROLE_WEIGHT && kvc_rng_chance(r, 1, role == KVC_ROLE_SCORE ? 16 : 6))
@@ -210,6 +221,43 @@ float kvc_gen_value(kvc_rng *r, int family, int role) {
     }
 }
 
+float kvc_gen_value(kvc_rng *r, int family, int role) { return draw_value(r, family, role); }
+
+/* Drawing values is most of a case's generation (some 70,000 values a
+ * case), so kvc_gen_values is one loop per family and role: flattened,
+ * each loop has draw_value inlined with its family and role folded in,
+ * and the stream's state in a local copy (kvc_gen_value, exported, may
+ * not be inlined).  The values are those of a
+ * call per value.  (Unoptimised builds, coverage's, inline nothing.) */
+static void fill_family(kvc_rng *r, float *dst, int64_t n, int family, int role) {
+#define FAMILY_LOOP(f) \
+    case f: \
+        for (int64_t i = 0; i < n; i++) dst[i] = draw_value(r, f, role); \
+        return;
+    switch (family) {
+        FAMILY_LOOP(KVC_FAM_NORMAL) FAMILY_LOOP(KVC_FAM_HEAVY_TAIL) FAMILY_LOOP(KVC_FAM_TINY) FAMILY_LOOP(KVC_FAM_POW2_EDGE)
+        FAMILY_LOOP(KVC_FAM_FP8_TIES) FAMILY_LOOP(KVC_FAM_EXP_UNDERFLOW) FAMILY_LOOP(KVC_FAM_HUGE_SCORES)
+        FAMILY_LOOP(KVC_FAM_NONFINITE) FAMILY_LOOP(KVC_FAM_SMALL_WEIGHT) FAMILY_LOOP(KVC_FAM_CANCELLATION)
+        FAMILY_LOOP(KVC_FAM_ROUNDING_PROBE) FAMILY_LOOP(KVC_FAM_BIT_PATTERNS) FAMILY_LOOP(KVC_FAM_MIXED)
+        FAMILY_LOOP(KVC_FAM_EXP_BOUNDARY) FAMILY_LOOP(KVC_FAM_ISOLATED_EDGES)
+    default:   /* KVC_FAM_CROSS_MAGNITUDE */
+        for (int64_t i = 0; i < n; i++) dst[i] = draw_value(r, family, role);
+    }
+#undef FAMILY_LOOP
+}
+
+__attribute__((flatten)) void kvc_gen_values(kvc_rng *rng, int family, int role, float *dst, int64_t n) {
+    kvc_rng r = *rng;
+    switch (role) {
+    case KVC_ROLE_KV: fill_family(&r, dst, n, family, KVC_ROLE_KV); break;
+    case KVC_ROLE_SCORE: fill_family(&r, dst, n, family, KVC_ROLE_SCORE); break;
+    case KVC_ROLE_WEIGHT: fill_family(&r, dst, n, family, KVC_ROLE_WEIGHT); break;
+    case KVC_ROLE_LATENT: fill_family(&r, dst, n, family, KVC_ROLE_LATENT); break;
+    default: fill_family(&r, dst, n, family, KVC_ROLE_COS_SIN);
+    }
+    *rng = r;
+}
+
 /* One 64-wide NoPE block of latent values for the insert stages: the
  * block maximum sits exactly at 448*2^k (or one bf16 step above), the
  * rest on fp8 ties and fp8 subnormals of that scale. */
@@ -223,9 +271,9 @@ static void edge_block(kvc_rng *r, float *block, int family) {
             v = kvc_rng_chance(r, 1, 3) ? ldexpf((float)(2 * kvc_rng_range(r, 0, 7) + 1), -10)
                                          : ldexpf((float)(2 * kvc_rng_range(r, 16, 250) + 1), -5);
         } else {
-            v = ldexpf(normal(r), 6);
+            v = ldexpf_exact(normal(r), 6);
         }
-        block[j] = ldexpf(random_sign(r, v), k);
+        block[j] = ldexpf_exact(random_sign(r, v), k);
     }
     int top = (int)kvc_rng_below(r, KVC_QUANT_BLOCK);
     float magnitude = kvc_rng_chance(r, 1, 2) ? 448.0f : 451.5f;   /* 451.5 = one bf16 step above 448 */
@@ -279,17 +327,22 @@ static void *tensor(gen *g, const char *name, kvc_dtype dtype, int ndim, int64_t
     return a.data;
 }
 
-static void fill_values(gen *g, float *dst, int64_t n, int role) {
-    for (int64_t i = 0; i < n; i++) dst[i] = kvc_gen_value(g->r, g->family, role);
-}
+static void fill_values(gen *g, float *dst, int64_t n, int role) { kvc_gen_values(g->r, g->family, role, dst, n); }
 
 /* Random bytes: untouched rows must keep them, bit for bit. */
 static void fill_bytes(gen *g, void *dst, int64_t n) {
     uint8_t *p = dst;
-    for (int64_t i = 0; i < n; i += 8) {
-        uint64_t v = kvc_rng_next(g->r);
-        memcpy(p + i, &v, (size_t)(n - i < 8 ? n - i : 8));
+    kvc_rng r = *g->r;   /* the state in registers: a store per 8 bytes, not a call */
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t v = kvc_rng_next(&r);
+        memcpy(p + i, &v, 8);
     }
+    if (i < n) {   /* the last 1 to 7 bytes: the low bytes of one more draw */
+        uint64_t v = kvc_rng_next(&r);
+        memcpy(p + i, &v, (size_t)(n - i));
+    }
+    *g->r = r;
 }
 
 static void shuffle(kvc_rng *r, int64_t *v, int64_t n) {
@@ -752,7 +805,7 @@ static int64_t shape_row(gen *g, float *kv, float *score, int64_t width, int eve
             float s = -(80.0f + kvc_rng_unit(g->r) * 24.0f);
             int k = (int)(-s * 1.44269504f) - (int)kvc_rng_range(g->r, 0, 6);
             score[i] = s;
-            kv[i] = random_sign(g->r, ldexpf(0.5f + 0.5f * kvc_rng_unit(g->r), k > 127 ? 127 : k));
+            kv[i] = random_sign(g->r, ldexpf_exact(0.5f + 0.5f * kvc_rng_unit(g->r), k > 127 ? 127 : k));
             paired++;
         } else if (!even && kvc_rng_chance(g->r, 1, 2)) {
             int64_t n = (int64_t)(sizeof exp_boundaries / sizeof *exp_boundaries);

@@ -15,9 +15,7 @@ const char *kvc_feed_mode_name(kvc_feed_mode mode) {
     return names[mode];
 }
 
-static void fill(kvc_rng *r, float *dst, int64_t n, int family, int role) {
-    for (int64_t i = 0; i < n; i++) dst[i] = kvc_gen_value(r, family, role);
-}
+static void fill(kvc_rng *r, float *dst, int64_t n, int family, int role) { kvc_gen_values(r, family, role, dst, n); }
 
 static void shuffle(kvc_rng *r, int64_t *v, int64_t n) {
     for (int64_t i = n - 1; i > 0; i--) {
