@@ -345,6 +345,36 @@ static void fill_bytes(gen *g, void *dst, int64_t n) {
     *g->r = r;
 }
 
+/* Values for cache rows no correct kernel reads (a page's other rows,
+ * spare pages, ring rows away from a request's chunk): uniform in
+ * [-1, 1), two from a draw, a fraction of a family value's cost.  Every
+ * row gets its own, so a kernel that reads a wrong row still computes a
+ * wrong result; only the rows a correct kernel reads need the family's
+ * edges.  n is even (rows are multiples of 128 values). */
+static void fill_filler(gen *g, float *dst, int64_t n) {
+    kvc_rng r = *g->r;
+    for (int64_t i = 0; i < n; i += 2) {
+        uint64_t x = kvc_rng_next(&r);
+        dst[i] = ((float)(x & 0xFFFFFF) - 0x1p23f) * 0x1p-23f;
+        dst[i + 1] = ((float)((x >> 32) & 0xFFFFFF) - 0x1p23f) * 0x1p-23f;
+    }
+    *g->r = r;
+}
+
+/* A cache of `rows` rows of a kv half and a score half (width values
+ * each): family values on the rows marked in `read`, filler on the rest. */
+static void fill_state_rows(gen *g, float *cache, int64_t rows, int64_t width, const uint8_t *read) {
+    for (int64_t row = 0; row < rows; row++) {
+        float *kv = cache + row * 2 * width;
+        if (read[row]) {
+            fill_values(g, kv, width, KVC_ROLE_KV);
+            fill_values(g, kv + width, width, KVC_ROLE_SCORE);
+        } else {
+            fill_filler(g, kv, 2 * width);
+        }
+    }
+}
+
 static void shuffle(kvc_rng *r, int64_t *v, int64_t n) {
     for (int64_t i = n - 1; i > 0; i--) {
         int64_t j = kvc_rng_below(r, i + 1), t = v[i];
@@ -558,15 +588,30 @@ static void gen_v4(gen *g) {
     /* The save never reads the state cache: rows are overwritten or kept
      * bit for bit, so random bytes (NaN payloads included) serve, at a
      * fraction of the cost of values (batches past 8 MiB). */
-    if (g->stage == KVC_STAGE_V4_SAVE_PARTIAL_STATES) fill_bytes(g, state, num_pages * bs * 2 * width * 4);
-    for (int64_t row = 0; g->stage != KVC_STAGE_V4_SAVE_PARTIAL_STATES && row < num_pages * bs; row++) {
-        fill_values(g, state + row * 2 * width, width, KVC_ROLE_KV);
-        fill_values(g, state + row * 2 * width + width, width, KVC_ROLE_SCORE);
+    if (g->stage == KVC_STAGE_V4_SAVE_PARTIAL_STATES) {
+        fill_bytes(g, state, num_pages * bs * 2 * width * 4);
+    } else {
+        /* A correct compress reads, through the table, the rows of the
+         * positions of each request's windows before its chunk and of the
+         * chunk (which a forward's save writes first); none else. */
+        uint8_t *read = calloc((size_t)(num_pages * bs), 1);
+        for (int q = 0; q < g->num_requests; q++)
+            for (int64_t p = g->start[q] - window + 1 < 0 ? 0 : g->start[q] - window + 1; p < g->start[q] + g->count[q]; p++)
+                read[(int64_t)table[q * max_blocks + p / bs] * bs + p % bs] = 1;
+        fill_state_rows(g, state, num_pages * bs, width, read);
+        free(read);
     }
     if (g->stage != KVC_STAGE_V4_COMPRESS) {
         fill_values(g, tensor(g, "kv", KVC_DT_F4, 2, g->T, width, 0), g->T * width, KVC_ROLE_KV);
         fill_values(g, tensor(g, "score", KVC_DT_F4, 2, g->T, width, 0), g->T * width, KVC_ROLE_SCORE);
-        fill_values(g, tensor(g, "ape", KVC_DT_F4, 2, g->ratio, width, 0), g->ratio * width, KVC_ROLE_SCORE);
+        /* The save adds ape row p mod R to a token's score: of R = 128's
+         * rows, only the chunk's few are read. */
+        float *ape = tensor(g, "ape", KVC_DT_F4, 2, g->ratio, width, 0);
+        uint8_t read[128] = {0};
+        for (int64_t t = 0; t < g->T; t++) read[g->pos[t] % g->ratio] = 1;
+        for (int32_t row = 0; row < g->ratio; row++)
+            if (read[row]) fill_values(g, ape + row * width, width, KVC_ROLE_SCORE);
+            else fill_filler(g, ape + row * width, width);
     }
     if (g->stage == KVC_STAGE_V4_SAVE_PARTIAL_STATES) return;
     int64_t rows, kb;
@@ -631,10 +676,14 @@ static void plan_v41_ring(gen *g) {
     for (int q = 0; q < g->num_requests; q++) qsl[q + 1] = qsl[q] + (int32_t)g->count[q];
     memcpy(tensor(g, "token_to_req", KVC_DT_I4, 1, g->T, 0, 0), g->req, (size_t)g->T * 4);
     float *ring = tensor(g, "state_cache", KVC_DT_F4, 3, num_blocks, cap, 1024);
-    for (int64_t row = 0; row < num_blocks * cap; row++) {
-        fill_values(g, ring + row * 1024, 512, KVC_ROLE_KV);
-        fill_values(g, ring + row * 1024 + 512, 512, KVC_ROLE_SCORE);
-    }
+    /* A correct kernel reads the ring row of the position before a
+     * request's chunk (a closing first token's partner) and writes those
+     * of the chunk; none else of its block, nor the spare blocks. */
+    uint8_t *read = calloc((size_t)(num_blocks * cap), 1);
+    for (int q = 0; q < g->num_requests; q++)
+        for (int64_t p = g->start[q] > 0 ? g->start[q] - 1 : 0; p < g->start[q] + g->count[q]; p++) read[blocks[q] * cap + p % cap] = 1;
+    fill_state_rows(g, ring, num_blocks * cap, 512, read);
+    free(read);
 }
 
 /* R = 1: independent tokens; slot_mapping only marks them valid. */
