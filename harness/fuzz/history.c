@@ -117,7 +117,11 @@ static kvc_paged_cache make_cache(int64_t pages, int64_t rows, int64_t row_bytes
     c.page_stride = c.page_bytes + padding;
     *bytes = pages * c.page_stride;
     *storage = aligned_alloc(64, (size_t)((*bytes + 64) / 64 * 64));
-    for (int64_t i = 0; i < *bytes; i++) (*storage)[i] = (uint8_t)(i * 31 + 7);
+    /* Byte i is i * 31 + 7 mod 256, which repeats every 256 bytes: the
+     * first 256 are written, then copied on in doubling blocks. */
+    for (int64_t i = 0; i < *bytes && i < 256; i++) (*storage)[i] = (uint8_t)(i * 31 + 7);
+    for (int64_t done = 256; done < *bytes; done *= 2)
+        memcpy(*storage + done, *storage, (size_t)(*bytes - done < done ? *bytes - done : done));
     c.data = *storage;
     return c;
 }
