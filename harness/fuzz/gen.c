@@ -90,16 +90,27 @@ uint64_t kvc_variant_mask(const char *list, char *bad, size_t bad_size) {
  * expression below makes two draws whose order would matter: that would
  * tie the cases to one compiler. */
 
-/* Roughly N(0, 1): a sum of three 21-bit uniforms from one draw, exact
- * in fp32 (value generation dominates the fuzzer's own time). */
+/* Roughly N(0, 1): a sum of three 21-bit uniforms from one draw.  The
+ * sum (< 2^23) and its offset are exact integers and the scaling by
+ * 2^-20 is exact in fp32: the value of ((a + b + c) * 2^-21 - 1.5) * 2. */
 static float normal(kvc_rng *r) {
     uint64_t x = kvc_rng_next(r);
-    float a = (float)(x & 0x1FFFFF), b = (float)((x >> 21) & 0x1FFFFF), c = (float)(x >> 43);
-    return ((a + b + c) * 0x1p-21f - 1.5f) * 2.0f;
+    int32_t sum = (int32_t)(x & 0x1FFFFF) + (int32_t)((x >> 21) & 0x1FFFFF) + (int32_t)(x >> 43);
+    return (float)(sum - 3 * (1 << 20)) * 0x1p-20f;
+}
+
+/* ldexpf(x, k) for finite x and |k| < 900: the double product is exact,
+ * and its conversion rounds it once to fp32, as ldexpf does (subnormal
+ * results included), without a libm call per value. */
+static float ldexpf_exact(float x, int k) {
+    uint64_t bits = (uint64_t)(1023 + k) << 52;
+    double two_k;
+    memcpy(&two_k, &bits, sizeof two_k);
+    return (float)((double)x * two_k);
 }
 
 /* x * 2^k with k drawn from [lo, hi] after x. */
-static float scaled(kvc_rng *r, float x, int lo, int hi) { return ldexpf(x, (int)kvc_rng_range(r, lo, hi)); }
+static float scaled(kvc_rng *r, float x, int lo, int hi) { return ldexpf_exact(x, (int)kvc_rng_range(r, lo, hi)); }
 static float random_sign(kvc_rng *r, float x) { return kvc_rng_chance(r, 1, 2) ? x : -x; }
 
 static float nonfinite(kvc_rng *r) {
@@ -161,7 +172,7 @@ static float finite_value(kvc_rng *r, int family, int role) {
     return kvc_rng_chance(r, 1, 8) ? kvc_f32_from_bits(0x80000000u) : normal(r);
 }
 
-float kvc_gen_value(kvc_rng *r, int family, int role) {
+static float draw_value(kvc_rng *r, int family, int role) {
     if (role == KVC_ROLE_COS_SIN) return kvc_rng_unit(r) * 2.0f - 1.0f;
     if (family == KVC_FAM_MIXED) return mixed_value(r, role);
     if (family == KVC_FAM_BIT_PATTERNS && role != KVC_ROLE_WEIGHT && kvc_rng_chance(r, 1, role == KVC_ROLE_SCORE ? 16 : 6))
@@ -210,6 +221,43 @@ float kvc_gen_value(kvc_rng *r, int family, int role) {
     }
 }
 
+float kvc_gen_value(kvc_rng *r, int family, int role) { return draw_value(r, family, role); }
+
+/* Drawing values is most of a case's generation (some 70,000 values a
+ * case), so kvc_gen_values is one loop per family and role: flattened,
+ * each loop has draw_value inlined with its family and role folded in,
+ * and the stream's state in a local copy (kvc_gen_value, exported, may
+ * not be inlined).  The values are those of a
+ * call per value.  (Unoptimised builds, coverage's, inline nothing.) */
+static void fill_family(kvc_rng *r, float *dst, int64_t n, int family, int role) {
+#define FAMILY_LOOP(f) \
+    case f: \
+        for (int64_t i = 0; i < n; i++) dst[i] = draw_value(r, f, role); \
+        return;
+    switch (family) {
+        FAMILY_LOOP(KVC_FAM_NORMAL) FAMILY_LOOP(KVC_FAM_HEAVY_TAIL) FAMILY_LOOP(KVC_FAM_TINY) FAMILY_LOOP(KVC_FAM_POW2_EDGE)
+        FAMILY_LOOP(KVC_FAM_FP8_TIES) FAMILY_LOOP(KVC_FAM_EXP_UNDERFLOW) FAMILY_LOOP(KVC_FAM_HUGE_SCORES)
+        FAMILY_LOOP(KVC_FAM_NONFINITE) FAMILY_LOOP(KVC_FAM_SMALL_WEIGHT) FAMILY_LOOP(KVC_FAM_CANCELLATION)
+        FAMILY_LOOP(KVC_FAM_ROUNDING_PROBE) FAMILY_LOOP(KVC_FAM_BIT_PATTERNS) FAMILY_LOOP(KVC_FAM_MIXED)
+        FAMILY_LOOP(KVC_FAM_EXP_BOUNDARY) FAMILY_LOOP(KVC_FAM_ISOLATED_EDGES)
+    default:   /* KVC_FAM_CROSS_MAGNITUDE */
+        for (int64_t i = 0; i < n; i++) dst[i] = draw_value(r, family, role);
+    }
+#undef FAMILY_LOOP
+}
+
+__attribute__((flatten)) void kvc_gen_values(kvc_rng *rng, int family, int role, float *dst, int64_t n) {
+    kvc_rng r = *rng;
+    switch (role) {
+    case KVC_ROLE_KV: fill_family(&r, dst, n, family, KVC_ROLE_KV); break;
+    case KVC_ROLE_SCORE: fill_family(&r, dst, n, family, KVC_ROLE_SCORE); break;
+    case KVC_ROLE_WEIGHT: fill_family(&r, dst, n, family, KVC_ROLE_WEIGHT); break;
+    case KVC_ROLE_LATENT: fill_family(&r, dst, n, family, KVC_ROLE_LATENT); break;
+    default: fill_family(&r, dst, n, family, KVC_ROLE_COS_SIN);
+    }
+    *rng = r;
+}
+
 /* One 64-wide NoPE block of latent values for the insert stages: the
  * block maximum sits exactly at 448*2^k (or one bf16 step above), the
  * rest on fp8 ties and fp8 subnormals of that scale. */
@@ -223,9 +271,9 @@ static void edge_block(kvc_rng *r, float *block, int family) {
             v = kvc_rng_chance(r, 1, 3) ? ldexpf((float)(2 * kvc_rng_range(r, 0, 7) + 1), -10)
                                          : ldexpf((float)(2 * kvc_rng_range(r, 16, 250) + 1), -5);
         } else {
-            v = ldexpf(normal(r), 6);
+            v = ldexpf_exact(normal(r), 6);
         }
-        block[j] = ldexpf(random_sign(r, v), k);
+        block[j] = ldexpf_exact(random_sign(r, v), k);
     }
     int top = (int)kvc_rng_below(r, KVC_QUANT_BLOCK);
     float magnitude = kvc_rng_chance(r, 1, 2) ? 448.0f : 451.5f;   /* 451.5 = one bf16 step above 448 */
@@ -279,16 +327,51 @@ static void *tensor(gen *g, const char *name, kvc_dtype dtype, int ndim, int64_t
     return a.data;
 }
 
-static void fill_values(gen *g, float *dst, int64_t n, int role) {
-    for (int64_t i = 0; i < n; i++) dst[i] = kvc_gen_value(g->r, g->family, role);
-}
+static void fill_values(gen *g, float *dst, int64_t n, int role) { kvc_gen_values(g->r, g->family, role, dst, n); }
 
 /* Random bytes: untouched rows must keep them, bit for bit. */
 static void fill_bytes(gen *g, void *dst, int64_t n) {
     uint8_t *p = dst;
-    for (int64_t i = 0; i < n; i += 8) {
-        uint64_t v = kvc_rng_next(g->r);
-        memcpy(p + i, &v, (size_t)(n - i < 8 ? n - i : 8));
+    kvc_rng r = *g->r;   /* the state in registers: a store per 8 bytes, not a call */
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t v = kvc_rng_next(&r);
+        memcpy(p + i, &v, 8);
+    }
+    if (i < n) {   /* the last 1 to 7 bytes: the low bytes of one more draw */
+        uint64_t v = kvc_rng_next(&r);
+        memcpy(p + i, &v, (size_t)(n - i));
+    }
+    *g->r = r;
+}
+
+/* Values for cache rows no correct kernel reads (a page's other rows,
+ * spare pages, ring rows away from a request's chunk): uniform in
+ * [-1, 1), two from a draw, a fraction of a family value's cost.  Every
+ * row gets its own, so a kernel that reads a wrong row still computes a
+ * wrong result; only the rows a correct kernel reads need the family's
+ * edges.  n is even (rows are multiples of 128 values). */
+static void fill_filler(gen *g, float *dst, int64_t n) {
+    kvc_rng r = *g->r;
+    for (int64_t i = 0; i < n; i += 2) {
+        uint64_t x = kvc_rng_next(&r);
+        dst[i] = ((float)(x & 0xFFFFFF) - 0x1p23f) * 0x1p-23f;
+        dst[i + 1] = ((float)((x >> 32) & 0xFFFFFF) - 0x1p23f) * 0x1p-23f;
+    }
+    *g->r = r;
+}
+
+/* A cache of `rows` rows of a kv half and a score half (width values
+ * each): family values on the rows marked in `read`, filler on the rest. */
+static void fill_state_rows(gen *g, float *cache, int64_t rows, int64_t width, const uint8_t *read) {
+    for (int64_t row = 0; row < rows; row++) {
+        float *kv = cache + row * 2 * width;
+        if (read[row]) {
+            fill_values(g, kv, width, KVC_ROLE_KV);
+            fill_values(g, kv + width, width, KVC_ROLE_SCORE);
+        } else {
+            fill_filler(g, kv, 2 * width);
+        }
     }
 }
 
@@ -505,15 +588,30 @@ static void gen_v4(gen *g) {
     /* The save never reads the state cache: rows are overwritten or kept
      * bit for bit, so random bytes (NaN payloads included) serve, at a
      * fraction of the cost of values (batches past 8 MiB). */
-    if (g->stage == KVC_STAGE_V4_SAVE_PARTIAL_STATES) fill_bytes(g, state, num_pages * bs * 2 * width * 4);
-    for (int64_t row = 0; g->stage != KVC_STAGE_V4_SAVE_PARTIAL_STATES && row < num_pages * bs; row++) {
-        fill_values(g, state + row * 2 * width, width, KVC_ROLE_KV);
-        fill_values(g, state + row * 2 * width + width, width, KVC_ROLE_SCORE);
+    if (g->stage == KVC_STAGE_V4_SAVE_PARTIAL_STATES) {
+        fill_bytes(g, state, num_pages * bs * 2 * width * 4);
+    } else {
+        /* A correct compress reads, through the table, the rows of the
+         * positions of each request's windows before its chunk and of the
+         * chunk (which a forward's save writes first); none else. */
+        uint8_t *read = calloc((size_t)(num_pages * bs), 1);
+        for (int q = 0; q < g->num_requests; q++)
+            for (int64_t p = g->start[q] - window + 1 < 0 ? 0 : g->start[q] - window + 1; p < g->start[q] + g->count[q]; p++)
+                read[(int64_t)table[q * max_blocks + p / bs] * bs + p % bs] = 1;
+        fill_state_rows(g, state, num_pages * bs, width, read);
+        free(read);
     }
     if (g->stage != KVC_STAGE_V4_COMPRESS) {
         fill_values(g, tensor(g, "kv", KVC_DT_F4, 2, g->T, width, 0), g->T * width, KVC_ROLE_KV);
         fill_values(g, tensor(g, "score", KVC_DT_F4, 2, g->T, width, 0), g->T * width, KVC_ROLE_SCORE);
-        fill_values(g, tensor(g, "ape", KVC_DT_F4, 2, g->ratio, width, 0), g->ratio * width, KVC_ROLE_SCORE);
+        /* The save adds ape row p mod R to a token's score: of R = 128's
+         * rows, only the chunk's few are read. */
+        float *ape = tensor(g, "ape", KVC_DT_F4, 2, g->ratio, width, 0);
+        uint8_t read[128] = {0};
+        for (int64_t t = 0; t < g->T; t++) read[g->pos[t] % g->ratio] = 1;
+        for (int32_t row = 0; row < g->ratio; row++)
+            if (read[row]) fill_values(g, ape + row * width, width, KVC_ROLE_SCORE);
+            else fill_filler(g, ape + row * width, width);
     }
     if (g->stage == KVC_STAGE_V4_SAVE_PARTIAL_STATES) return;
     int64_t rows, kb;
@@ -578,10 +676,14 @@ static void plan_v41_ring(gen *g) {
     for (int q = 0; q < g->num_requests; q++) qsl[q + 1] = qsl[q] + (int32_t)g->count[q];
     memcpy(tensor(g, "token_to_req", KVC_DT_I4, 1, g->T, 0, 0), g->req, (size_t)g->T * 4);
     float *ring = tensor(g, "state_cache", KVC_DT_F4, 3, num_blocks, cap, 1024);
-    for (int64_t row = 0; row < num_blocks * cap; row++) {
-        fill_values(g, ring + row * 1024, 512, KVC_ROLE_KV);
-        fill_values(g, ring + row * 1024 + 512, 512, KVC_ROLE_SCORE);
-    }
+    /* A correct kernel reads the ring row of the position before a
+     * request's chunk (a closing first token's partner) and writes those
+     * of the chunk; none else of its block, nor the spare blocks. */
+    uint8_t *read = calloc((size_t)(num_blocks * cap), 1);
+    for (int q = 0; q < g->num_requests; q++)
+        for (int64_t p = g->start[q] > 0 ? g->start[q] - 1 : 0; p < g->start[q] + g->count[q]; p++) read[blocks[q] * cap + p % cap] = 1;
+    fill_state_rows(g, ring, num_blocks * cap, 512, read);
+    free(read);
 }
 
 /* R = 1: independent tokens; slot_mapping only marks them valid. */
@@ -752,7 +854,7 @@ static int64_t shape_row(gen *g, float *kv, float *score, int64_t width, int eve
             float s = -(80.0f + kvc_rng_unit(g->r) * 24.0f);
             int k = (int)(-s * 1.44269504f) - (int)kvc_rng_range(g->r, 0, 6);
             score[i] = s;
-            kv[i] = random_sign(g->r, ldexpf(0.5f + 0.5f * kvc_rng_unit(g->r), k > 127 ? 127 : k));
+            kv[i] = random_sign(g->r, ldexpf_exact(0.5f + 0.5f * kvc_rng_unit(g->r), k > 127 ? 127 : k));
             paired++;
         } else if (!even && kvc_rng_chance(g->r, 1, 2)) {
             int64_t n = (int64_t)(sizeof exp_boundaries / sizeof *exp_boundaries);

@@ -15,9 +15,7 @@ const char *kvc_feed_mode_name(kvc_feed_mode mode) {
     return names[mode];
 }
 
-static void fill(kvc_rng *r, float *dst, int64_t n, int family, int role) {
-    for (int64_t i = 0; i < n; i++) dst[i] = kvc_gen_value(r, family, role);
-}
+static void fill(kvc_rng *r, float *dst, int64_t n, int family, int role) { kvc_gen_values(r, family, role, dst, n); }
 
 static void shuffle(kvc_rng *r, int64_t *v, int64_t n) {
     for (int64_t i = n - 1; i > 0; i--) {
@@ -119,7 +117,11 @@ static kvc_paged_cache make_cache(int64_t pages, int64_t rows, int64_t row_bytes
     c.page_stride = c.page_bytes + padding;
     *bytes = pages * c.page_stride;
     *storage = aligned_alloc(64, (size_t)((*bytes + 64) / 64 * 64));
-    for (int64_t i = 0; i < *bytes; i++) (*storage)[i] = (uint8_t)(i * 31 + 7);
+    /* Byte i is i * 31 + 7 mod 256, which repeats every 256 bytes: the
+     * first 256 are written, then copied on in doubling blocks. */
+    for (int64_t i = 0; i < *bytes && i < 256; i++) (*storage)[i] = (uint8_t)(i * 31 + 7);
+    for (int64_t done = 256; done < *bytes; done *= 2)
+        memcpy(*storage + done, *storage, (size_t)(*bytes - done < done ? *bytes - done : done));
     c.data = *storage;
     return c;
 }
@@ -378,6 +380,24 @@ static void step_case(const feeder *f, const step *s, const uint8_t *state_befor
              (long long)(s->start + s->count - 1), (long long)h->length, h->version == 4 ? "4" : "4.1");
 }
 
+/* The caches `expected` holds after the first `steps` steps of the plan,
+ * by running them again: only a divergence needs the caches as they
+ * were before its step, and copying them before every step cost more
+ * than the rare re-run (issue 20). */
+static void caches_after_steps(const kvc_backend *expected, const kvc_history *h, kvc_feed_mode mode, uint64_t seed, int64_t steps,
+                               kvc_history_result *out) {
+    feeder f;
+    feeder_init(&f, expected, h, seed, out);
+    kvc_rng plan;
+    kvc_rng_seed(&plan, seed, 0xC4C4);
+    kvc_error err = {0};
+    for (int64_t pos = 0, accepted, k = 0; k < steps; k++, pos += accepted) {
+        step s = plan_step(h, mode, &plan, pos, &accepted);
+        run_step(&f, &s, &err);
+    }
+    feeder_free(&f);
+}
+
 int kvc_history_lockstep(const kvc_backend *expected, const kvc_backend *got, const kvc_history *h, kvc_feed_mode mode, uint64_t seed,
                          kvc_case *diverging_step, char *detail, size_t size) {
     kvc_error err = {0};
@@ -388,12 +408,9 @@ int kvc_history_lockstep(const kvc_backend *expected, const kvc_backend *got, co
     feeder_init(&b, got, h, seed, &out_b);
     kvc_rng plan;
     kvc_rng_seed(&plan, seed, 0xC4C4);
-    uint8_t *state_before = malloc((size_t)out_a.state_bytes + 1), *kv_before = malloc((size_t)out_a.kv_bytes + 1);
     int diverged = 0;
-    for (int64_t pos = 0, accepted; pos < h->length && !diverged; pos += accepted) {
+    for (int64_t pos = 0, accepted, steps_before = 0; pos < h->length && !diverged; pos += accepted, steps_before++) {
         step s = plan_step(h, mode, &plan, pos, &accepted);
-        memcpy(state_before, out_a.state, (size_t)out_a.state_bytes);
-        memcpy(kv_before, out_a.kv, (size_t)out_a.kv_bytes);
         kvc_error err_a = {0}, err_b = {0};
         int rc_a = run_step(&a, &s, &err_a), rc_b = run_step(&b, &s, &err_b);
         char what[500] = "";
@@ -404,10 +421,13 @@ int kvc_history_lockstep(const kvc_backend *expected, const kvc_backend *got, co
         diverged = 1;
         snprintf(detail, size, "step %lld..%lld (%s, step %lld): %s", (long long)s.start, (long long)(s.start + s.count - 1),
                  kvc_feed_mode_name(mode), (long long)out_a.steps, what);
-        if (diverging_step) step_case(&a, &s, state_before, kv_before, diverging_step);
+        if (diverging_step) {
+            kvc_history_result before;
+            caches_after_steps(expected, h, mode, seed, steps_before, &before);
+            step_case(&a, &s, before.state, before.kv, diverging_step);
+            kvc_history_result_free(&before);
+        }
     }
-    free(state_before);
-    free(kv_before);
     feeder_free(&a);
     feeder_free(&b);
     kvc_history_result_free(&out_a);

@@ -108,8 +108,10 @@ void kvc_gen_free(kvc_gen_case *g);
  * (the variant's '/' as '_'), as kvcmp fuzz --save and kvcmp gen write it. */
 void kvc_gen_case_name(uint64_t seed, int64_t index, int variant, char *out, size_t size);
 
-/* Value drawing shared with the history driver. */
+/* Value drawing shared with the history driver: one value, or n of one
+ * family and role (the same values as n calls of kvc_gen_value). */
 float kvc_gen_value(kvc_rng *rng, int family, int role);
+void kvc_gen_values(kvc_rng *rng, int family, int role, float *dst, int64_t n);
 enum { KVC_ROLE_KV, KVC_ROLE_SCORE, KVC_ROLE_WEIGHT, KVC_ROLE_LATENT, KVC_ROLE_COS_SIN };
 
 /* The rounding-probe construction (harness/fuzz/probe.c): rewrite some

@@ -62,6 +62,29 @@ Test(fuzz, generator_is_pinned) {
     }
 }
 
+/* kvc_gen_values (a loop per family and role, for speed) draws what n
+ * calls of kvc_gen_value draw, and leaves the stream where they leave
+ * it, for every family and role, seeded or fed a libFuzzer byte stream. */
+Test(fuzz, bulk_values_are_the_one_by_one_values) {
+    static uint8_t bytes[100];
+    for (int i = 0; i < (int)sizeof bytes; i++) bytes[i] = (uint8_t)(i * 37 + 11);
+    for (int fed = 0; fed < 2; fed++)
+        for (int family = 0; family < KVC_FAM_COUNT; family++)
+            for (int role = KVC_ROLE_KV; role <= KVC_ROLE_COS_SIN; role++) {
+                kvc_rng one, bulk;
+                kvc_rng_seed(&one, 7, (uint64_t)(family * 8 + role));
+                if (fed) { one.bytes = bytes; one.bytes_left = sizeof bytes; }
+                bulk = one;
+                float expected[500], got[500];
+                for (int i = 0; i < 500; i++) expected[i] = kvc_gen_value(&one, family, role);
+                kvc_gen_values(&bulk, family, role, got, 500);
+                cr_assert(memcmp(expected, got, sizeof got) == 0, "family %s role %d%s: bulk values differ", kvc_family_name(family), role,
+                          fed ? " (byte stream)" : "");
+                cr_assert_eq(kvc_rng_next(&bulk), kvc_rng_next(&one), "family %s role %d: the stream moved on differently",
+                             kvc_family_name(family), role);
+            }
+}
+
 Test(fuzz, every_variant_generates_and_passes_against_itself) {
     kvc_fuzz_target target = {.reference = &kvc_reference_backend, .candidate = &kvc_reference_backend, .threads = 2,
                               .metamorphic_per_mille = 500};
