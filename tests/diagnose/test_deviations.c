@@ -278,9 +278,8 @@ static int each_changes_the_case(const int *ids, int n, const kvc_case *c) {
 }
 
 /* RoPE's rotation, its bf16 store, the block scale and the fp8 codes: on
- * a case where each changes the bytes its own way (a group starting at
- * position 0 has sin 0, where rope-inverse changes nothing), the fourth
- * slot included. */
+ * a case where each changes the bytes its own way (not every case lets
+ * each of them show), the fourth slot included. */
 Test(diagnose, four_bugs_in_four_steps_are_named_as_that_set) {
     kvc_case c;
     kvc_run_options options = {.canary = 0xA5};
