@@ -268,20 +268,14 @@ int ref_deviant_v4_compress(const kvc_v4_compress_args *a, kvc_error *err) {
      * batch is not one the contract accepts, the variant cannot say
      * what such a kernel would read: it runs the batch unchanged. */
     int64_t *slots = malloc((size_t)(a->num_tokens > 0 ? a->num_tokens : 1) * sizeof *slots);
-    if (!slots) { err->code = KVC_ERR_PARAM; return KVC_ERR_PARAM; }
+    if (!slots) return kvc_fail(err, KVC_ERR_NOMEM, "out of memory seeing the slots as state-slot-ignored does");
     for (int64_t t = 0; t < a->num_tokens; t++) slots[t] = a->slot_mapping[t] < 0 && a->kv_slot_mapping[t] >= 0 ? 0 : a->slot_mapping[t];
     kvc_v4_compress_args seen = *a;
     seen.slot_mapping = slots;
     kvc_error ignored = {0};
-    /* The other deviations stay on (packed, as the slots must be). */
-    kvc_deviation_id saved[REF_DEVIATION_SLOTS];
-    memcpy(saved, ref_active_deviations, sizeof saved);
-    int kept = 0;
-    for (int k = 0; k < REF_DEVIATION_SLOTS; k++)
-        if (saved[k] != KVC_DEV_STATE_SLOT_IGNORED) ref_active_deviations[kept++] = saved[k];
-    while (kept < REF_DEVIATION_SLOTS) ref_active_deviations[kept++] = KVC_DEV_NONE;
+    active_set saved = switch_off(KVC_DEV_STATE_SLOT_IGNORED);   /* the other deviations stay on */
     int rc = ref_v4_compress(kvc_validate_v4_compress(&seen, &ignored) ? a : &seen, err);
-    memcpy(ref_active_deviations, saved, sizeof saved);
+    restore(&saved);
     free(slots);
     return rc;
 }
