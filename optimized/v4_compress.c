@@ -22,7 +22,9 @@
 #define CHANNEL_BLOCK 32   /* channels pooled together: two zmm registers */
 /* Below this many closing tokens per thread, blocks of channels are
  * spread over the threads instead of whole tokens. */
+#ifndef TOKENS_PER_THREAD_FOR_TOKEN_PARALLELISM
 #define TOKENS_PER_THREAD_FOR_TOKEN_PARALLELISM 4
+#endif
 
 /* The valid window entries of one closing token, in increasing w: where
  * each entry's kv and score columns [h, h + D) start. */
@@ -155,53 +157,37 @@ static void finish_token(const kvc_v4_compress_args *a, int64_t t, const float *
     else store_indexer(a, t, normed);
 }
 
-/* Short windows (R = 4: 8 entries) are fetched into L2 one token ahead:
- * their rows sit in shuffled blocks that no hardware prefetcher predicts,
- * and a token's compute is too short to hide the misses otherwise.  Long
- * windows prefetch block by block inside pool_channel_block instead (a
- * prefetch of the next R = 128 window's first block, during this token's
- * last block, measured no faster with the bench on the 2-core host of
- * issue 20).  Prefetches never fault and change no byte. */
-static void prefetch_window(const kvc_v4_compress_args *a, int64_t t) {
-    if (a->compress_ratio != 4) return;
-    window_rows window;
-    gather_window(a, t, &window);
-    for (int e = 0; e < window.entries; e++)
-        for (int d = 0; d < a->head_dim; d += 16) {
-            _mm_prefetch((const char *)(window.score[e] + d), _MM_HINT_T1);
-            _mm_prefetch((const char *)(window.kv[e] + d), _MM_HINT_T1);
-        }
-}
-
-/* Steps 1-9 for the i-th of the closing tokens, the next one's window
- * fetched first (the next token is usually the same thread's: see below). */
-static void compress_token(const kvc_v4_compress_args *a, const int64_t *tokens, int64_t i, int64_t count) {
+/* Steps 1-9 for the i-th of the closing tokens.  No window is fetched a
+ * token ahead: on the 16-core Xeon of issue 20 (2026-12-02, session 4)
+ * fetching the next R = 4 window's 512 lines in one burst, or spread over
+ * this token's channel blocks, made the D = 512 R = 4 prefill 8-20% and
+ * the 64-request decode 2-20% slower than the hardware prefetchers with
+ * the in-window prefetch of exp_pass alone. */
+static void compress_token(const kvc_v4_compress_args *a, const int64_t *tokens, int64_t i) {
     window_rows window;
     float pooled[MAX_HEAD_DIM];
-    if (i + 1 < count) prefetch_window(a, tokens[i + 1]);
     gather_window(a, tokens[i], &window);
     for (int d = 0; d < a->head_dim; d += CHANNEL_BLOCK) pool_channel_block(&window, d, pooled);
     finish_token(a, tokens[i], pooled);
 }
 
 /* Many closing tokens: guided chunks of consecutive tokens, the first
- * ones about count / threads long (each thread walks its own stretch,
- * prefetching as it goes), shrinking to one token at the end, so that
+ * ones about count / threads long (each thread walks its own stretch),
+ * shrinking to one token at the end, so that
  * threads that start late or run slow leave no long tail (dynamic runs
  * of 16 R = 4 D = 512 tokens were ~100 us each, an eighth of a 16-thread
  * prefill).  One thread runs the loop with no team: starting even an
  * inactive parallel region costs about a microsecond.  Bit-identical at
  * any thread count and chunking: each token's row is pooled, normed and
  * stored by exactly one thread, with the reference's operations in the
- * reference's order (a prefetch of a token another thread computes only
- * moves a line into a cache). */
+ * reference's order. */
 static void compress_by_token(const kvc_v4_compress_args *a, const int64_t *tokens, int64_t count, int threads) {
     if (threads == 1) {
-        for (int64_t i = 0; i < count; i++) compress_token(a, tokens, i, count);
+        for (int64_t i = 0; i < count; i++) compress_token(a, tokens, i);
         return;
     }
 #pragma omp parallel for schedule(guided) num_threads(threads)
-    for (int64_t i = 0; i < count; i++) compress_token(a, tokens, i, count);
+    for (int64_t i = 0; i < count; i++) compress_token(a, tokens, i);
 }
 
 /* Few closing tokens: the (token, channel block) pairs are spread over
