@@ -98,9 +98,6 @@ static inline void opt_leave_vector_code(void) { _mm256_zeroupper(); }
  * streams poorly, and a prefetch never faults, so it may run past the end
  * of an array. */
 static inline void opt_prefetch_bytes(const void *data, int64_t bytes) {
-#ifdef OPT_NO_SEQ_PREFETCH
-    return;
-#endif
     for (int64_t i = 0; i < bytes; i += 64) _mm_prefetch((const char *)data + i, _MM_HINT_T0);
 }
 

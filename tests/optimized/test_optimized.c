@@ -856,8 +856,8 @@ Test(optimized, many_cores_get_every_thread_when_the_work_pays) {
 }
 
 /* Threads that spin between calls (OMP_WAIT_POLICY unset or active)
- * start in about a microsecond: both decodes of the bench take every one
- * of 16 threads (V4: 0.037-0.039 ms on 16 against 0.14 under the passive
+ * start in about a microsecond: a call worth two threads takes every
+ * allowed one, so both decodes of the bench take all 16 (V4: 0.037-0.039 ms on 16 against 0.14 under the passive
  * rule; V4.1: 0.016-0.017 against 0.038), while one closing token still
  * stays on one thread. */
 Test(optimized, spinning_threads_take_smaller_calls) {
@@ -875,6 +875,15 @@ Test(optimized, spinning_threads_take_smaller_calls) {
     cr_expect_eq(opt_threads_for(opt_v4_compress_nanoseconds(64, 4, 512)), 16);
     cr_expect_eq(opt_threads_for(opt_v41_norm_nanoseconds(64, 2, 64)), 16);
     cr_expect_eq(opt_threads_for(opt_v4_compress_nanoseconds(1, 4, 512)), 1);
+    /* All or one, never a team between (it would make libgomp end and
+     * recreate threads): a 16-row save (about 13 us, 6 threads' worth)
+     * and 4096 tokens' validation (20 us) get all 16; a call worth 1.5
+     * threads stays on one. */
+    cr_expect_eq(opt_threads_for(opt_v4_save_nanoseconds(16, 2 * 512)), 16);
+    cr_expect_eq(opt_threads_for(20000.0), 16);
+    cr_expect_eq(opt_threads_for(1.5 * OPT_NANOSECONDS_PER_SPINNING_THREAD), 1);
+    omp_set_num_threads(5);
+    cr_expect_eq(opt_threads_for(opt_v4_save_nanoseconds(16, 2 * 512)), 5);
     kvc_optimized_set_thread_work(saved);
     opt_nanoseconds_per_wake = saved_wake;
 }
