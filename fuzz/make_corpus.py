@@ -6,7 +6,7 @@ pick_variant, then the family), followed by pseudo-random bytes.
 Re-run after changing the variant table:  python3 fuzz/make_corpus.py"""
 import os, random, re, struct
 
-src = open(os.path.join(os.path.dirname(__file__), "..", "harness", "fuzz_gen.c")).read()
+src = open(os.path.join(os.path.dirname(__file__), "..", "harness", "fuzz", "gen.c")).read()
 table = re.findall(r'\{"([a-z0-9._/]+)", [^}]*, (\d+)\},', src)
 families = re.search(r'family_names\[KVC_FAM_COUNT\] = \{(.*?)\};', src, re.S).group(1)
 families = re.findall(r'"([a-z0-9_]+)"', families)
