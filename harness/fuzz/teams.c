@@ -3,7 +3,6 @@
 
 #include <omp.h>
 #include <pthread.h>
-#include <string.h>
 #include <unistd.h>
 
 typedef struct {
@@ -120,7 +119,7 @@ static int forward_quant(const kvc_v41_insert_args *a, kvc_error *e) { return fo
 static int forward_plain(const kvc_v41_insert_args *a, kvc_error *e) { return forward(PLAIN_INSERT, a, e); }
 
 const kvc_backend *kvc_team_backend(const kvc_backend *real, int threads, kvc_backend *proxy) {
-    if (threads < 2 || strncmp(real->name, "py:", 3) == 0) return real;
+    if (threads < 2) return real;
     forwarding.real = real;
     forwarding.threads = threads;
     /* A stage the candidate lacks stays missing. */

@@ -23,9 +23,10 @@
 int kvc_run_on_team_master(int threads, void (*job)(void *), void *argument);
 
 /* A backend whose stages are real's, each called through
- * kvc_run_on_team_master(threads, ...); real itself when threads < 2 or
- * real is a py: candidate (another process runs it).  *proxy holds the
- * table; the forwarding stays valid on this thread until the next call. */
+ * kvc_run_on_team_master(threads, ...); real itself when threads < 2.
+ * *proxy holds the table; the forwarding stays valid on this thread until
+ * the next call.  For in-process code that neither forks nor keeps state
+ * per thread (the optimized backend). */
 const kvc_backend *kvc_team_backend(const kvc_backend *real, int threads, kvc_backend *proxy);
 
 #endif

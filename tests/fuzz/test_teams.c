@@ -127,10 +127,8 @@ Test(teams, the_team_backend_keeps_missing_stages_missing) {
     cr_expect_eq(b->v41_rope_plain_insert(NULL, NULL), 14);
 }
 
-Test(teams, one_thread_and_py_candidates_are_called_directly) {
+Test(teams, one_thread_calls_the_backend_directly) {
     const kvc_backend real = {.name = "planted", .v41_rope_plain_insert = plain_stage};
-    const kvc_backend py = {.name = "py:cand.py:insert", .v41_rope_plain_insert = plain_stage};
     kvc_backend proxy;
     cr_expect_eq(kvc_team_backend(&real, 1, &proxy), &real);
-    cr_expect_eq(kvc_team_backend(&py, 4, &proxy), &py, "a py: candidate runs in its own process");
 }
