@@ -1,6 +1,7 @@
 /* The worker's memory check after every case (harness/fuzz/supervise.c:
  * kvc_own_rss_above): the peak decides when /proc is read, the current
  * size decides the answer. */
+#include <pthread.h>
 #include <sys/mman.h>
 
 #include "tests/test_support.h"
@@ -40,4 +41,21 @@ Test(rss_check, a_peak_given_back_is_not_reported) {
     int64_t limit = kvc_process_rss_bytes(0) + 32 * MIB;
     cr_expect_eq(kvc_own_rss_above(limit), 0, "reported although %lld bytes are resident, limit %lld", (long long)kvc_process_rss_bytes(0),
                  (long long)limit);
+}
+
+static void *touch_64_mib(void *out) {
+    *(uint8_t **)out = touched(64 * MIB);
+    return NULL;
+}
+
+/* Memory another thread touched counts (the peak is read per thread). */
+Test(rss_check, memory_of_another_thread_counts) {
+    int64_t before = kvc_process_rss_bytes(0);
+    uint8_t *block = NULL;
+    pthread_t thread;
+    cr_assert_eq(pthread_create(&thread, NULL, touch_64_mib, &block), 0);
+    pthread_join(thread, NULL);
+    cr_assert_not_null(block);
+    cr_expect_gt(kvc_own_rss_above(before + 32 * MIB), before + 32 * MIB);
+    munmap(block, 64 * MIB);
 }
