@@ -3,6 +3,7 @@
 #include <omp.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -63,6 +64,26 @@ Test(teams, counts_without_a_master_are_refused) {
     cr_expect_eq(s.max_threads, 0, "a refused job ran");
     cr_expect_eq(kvc_run_on_team_master(KVC_TEAM_MASTERS_MAX, observe_team, &s), 0);
     cr_expect_eq(s.team_size, KVC_TEAM_MASTERS_MAX);
+}
+
+/* Where no thread can be started, the caller is told to run the job.
+ * In a child (RLIMIT_NPROC binds only a user other than root), with the
+ * limit at 0 every clone() fails. */
+Test(teams, a_master_that_cannot_start_is_refused) {
+    pid_t child = fork();
+    cr_assert_geq(child, 0);
+    if (child == 0) {
+        alarm(20);
+        struct rlimit none = {0, 0};
+        if (setrlimit(RLIMIT_NPROC, &none) != 0 || (getuid() == 0 && setuid(65534) != 0)) _exit(2);
+        team_seen s = {.caller = pthread_self()};
+        int refused = kvc_run_on_team_master(6, observe_team, &s) == -1 && s.max_threads == 0;
+        _exit(refused ? 0 : 1);
+    }
+    int status = 0;
+    cr_assert_eq(waitpid(child, &status, 0), child);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) != 2, "the child could not drop its process limit (status %d)", status);
+    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "a master without a thread took the job (status %d)", status);
 }
 
 /* A child forked after a master started has the master's table but not
@@ -131,4 +152,15 @@ Test(teams, one_thread_calls_the_backend_directly) {
     const kvc_backend real = {.name = "planted", .v41_rope_plain_insert = plain_stage};
     kvc_backend proxy;
     cr_expect_eq(kvc_team_backend(&real, 1, &proxy), &real);
+}
+
+/* More threads than masters: the stage runs on the caller's thread. */
+Test(teams, a_count_without_a_master_runs_the_stage_on_the_callers_thread) {
+    const kvc_backend real = {.name = "planted", .v4_save_partial_states = save_seeing_threads};
+    kvc_backend proxy;
+    test_thread = pthread_self();
+    stage_elsewhere = 1;
+    kvc_error err = {0};
+    cr_expect_eq(kvc_team_backend(&real, KVC_TEAM_MASTERS_MAX + 1, &proxy)->v4_save_partial_states(NULL, &err), KVC_ERR_METADATA);
+    cr_expect(!stage_elsewhere, "the stage ran on another thread");
 }
