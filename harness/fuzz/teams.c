@@ -56,8 +56,9 @@ static team_master *master_for(int threads) {
         if (pthread_create(&thread, &attr, master_loop, m) == 0) m->owner = self;
         pthread_attr_destroy(&attr);
     }
+    team_master *started = m->owner == self ? m : NULL;
     pthread_mutex_unlock(&starting);
-    return m->owner == self ? m : NULL;
+    return started;
 }
 
 int kvc_run_on_team_master(int threads, void (*job)(void *), void *argument) {
