@@ -2,6 +2,7 @@
 #include "kvcmp/formats.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <mpfr.h>
 
@@ -68,7 +69,7 @@ float kvc_scale_value(kvc_block_scale s) {
     return ldexpf(1.0f, s.scale_exp);
 }
 
-float kvc_expf_mpfr(float x) {
+static float expf_mpfr_computed(float x) {
     mpfr_t r;
     mpfr_init2(r, 200);
     mpfr_set_flt(r, x, MPFR_RNDN);
@@ -77,6 +78,27 @@ float kvc_expf_mpfr(float x) {
      * never on a binary32 rounding boundary: one more rounding is exact. */
     float y = mpfr_get_flt(r, MPFR_RNDN);
     mpfr_clear(r);
+    return y;
+}
+
+/* The MPFR path takes some 10 us, and its inputs come back: the
+ * exp_boundary family draws from ~120 values, and the reference and the
+ * optimized backend take the same inputs there.  So its results are
+ * remembered, direct-mapped: an entry is the input's bits and the
+ * result's in one atomic word (team threads share the table; a reader sees
+ * both halves or neither), stored complemented so that the zeroed table
+ * holds only the NaN input 0xFFFFFFFF, which is never looked up. */
+#define EXP_MEMO_BITS 10
+static _Atomic uint64_t exp_memo[1 << EXP_MEMO_BITS];
+
+float kvc_expf_mpfr(float x) {
+    uint32_t key = kvc_f32_bits(x);
+    if (kvc_f32_is_nan(x)) return expf_mpfr_computed(x);
+    _Atomic uint64_t *slot = &exp_memo[(key * 0x9E3779B1u) >> (32 - EXP_MEMO_BITS)];
+    uint64_t entry = ~atomic_load_explicit(slot, memory_order_relaxed);
+    if ((uint32_t)(entry >> 32) == key) return kvc_f32_from_bits((uint32_t)entry);
+    float y = expf_mpfr_computed(x);
+    atomic_store_explicit(slot, ~((uint64_t)key << 32 | kvc_f32_bits(y)), memory_order_relaxed);
     return y;
 }
 

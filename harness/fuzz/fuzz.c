@@ -287,8 +287,11 @@ static void shrink_and_save(worker *w, kvc_gen_case *g, int64_t index, uint64_t 
  * retires.  A worker whose memory runs away inside one call is killed
  * by the parent at HARD_RSS_FACTOR x the limit (enforce_limits). */
 static int outgrew_memory_limit(worker *w, kvc_gen_case *g, int64_t index, message *m) {
-    int64_t limit = w->o->limits.rss_limit_mb, rss = kvc_process_rss_bytes(0) + kvc_pyworker_rss_bytes();
-    if (limit <= 0 || rss <= limit * 1024 * 1024) return 0;
+    int64_t limit = w->o->limits.rss_limit_mb;
+    if (limit <= 0) return 0;
+    int64_t python = kvc_pyworker_rss_bytes(), own = kvc_own_rss_above(limit * 1024 * 1024 - python);
+    if (!own) return 0;
+    int64_t rss = own + python;
     m->type = MSG_RESULT;
     m->outcome = KVC_FUZZ_FAIL;
     m->will_save = !g->history && w->o->save_dir[0];
@@ -1244,6 +1247,18 @@ static void collect_exit(supervisor *s, int job) {
 
 /* How often the parent looks at its workers' clocks and memory. */
 #define WATCH_INTERVAL_MS 50
+/* After reading, the parent lets messages gather this long: a worker
+ * sends two a case, thousands a second, and a parent woken for each one
+ * took a twentieth of the campaign's time from the workers' cores.  A
+ * pipe holds some 30 messages, a worker sends at most 3 a millisecond. */
+#define GATHER_NANOSECONDS 3000000L
+
+/* Every message job j's pipe holds now. */
+static void read_messages(supervisor *s, int job) {
+    struct pollfd p = {.fd = s->fds[job].fd, .events = POLLIN};
+    do read_message(s, job);
+    while (s->fds[job].fd >= 0 && s->jobs[job].pid && poll(&p, 1, 0) > 0);
+}
 
 static void supervise_jobs(supervisor *s) {
     double last_progress = 0, last_watch = 0;
@@ -1251,7 +1266,7 @@ static void supervise_jobs(supervisor *s) {
         int n = poll(s->fds, 2 * MAX_JOBS, WATCH_INTERVAL_MS);
         if (kvc_interrupted()) { stop_for_signal(s); break; }
         for (int j = 0; j < s->o->jobs && n > 0; j++) {
-            if (s->fds[j].fd >= 0 && (s->fds[j].revents & (POLLIN | POLLHUP | POLLERR))) read_message(s, j);
+            if (s->fds[j].fd >= 0 && (s->fds[j].revents & (POLLIN | POLLHUP | POLLERR))) read_messages(s, j);
             if (s->jobs[j].pid && s->fds[MAX_JOBS + j].fd >= 0 && s->fds[MAX_JOBS + j].revents) collect_exit(s, j);
         }
         /* Clocks and memory at most every WATCH_INTERVAL_MS, not per message:
@@ -1265,6 +1280,7 @@ static void supervise_jobs(supervisor *s) {
             }
         }
         if (now_seconds() - last_progress > 0.25) { show_progress(s->c, 0); last_progress = now_seconds(); }
+        if (n > 0) nanosleep(&(struct timespec){.tv_nsec = GATHER_NANOSECONDS}, NULL);   /* a signal ends it early */
     }
 }
 

@@ -10,6 +10,7 @@
 #include "kvcmp/validate.h"
 #include "optimized/optimized.h"
 #include "harness/fuzz/permute.h"
+#include "harness/fuzz/teams.h"
 
 int kvc_backend_has_stage(const kvc_backend *b, const kvc_case *c) {
     switch (c->stage) {
@@ -43,7 +44,10 @@ static kvc_fuzz_outcome fail(kvc_fuzz_verdict *v, const char *kind, const char *
 /* With every allowed thread used however small the case (the optimized
  * backend would keep a small case on one; a plug-in with a work threshold
  * of its own reads KVCMP_CANDIDATE_THREADS, plugin.h): the 1-vs-N check
- * must split. */
+ * must split.  The optimized backend's stages run on the master thread
+ * of their team size (teams.h), where no call creates threads; a plug-in
+ * stays on this thread (one that forks must copy the worker, which the
+ * case protocol catches, not a master waiting for a job). */
 static int run_with_threads(const kvc_backend *b, const kvc_case *c, const kvc_run_options *o, int threads, kvc_run_result *r) {
     double thread_work = kvc_optimized_thread_work();
     kvc_optimized_set_thread_work(0);
@@ -51,6 +55,8 @@ static int run_with_threads(const kvc_backend *b, const kvc_case *c, const kvc_r
     char count[16];
     snprintf(count, sizeof count, "%d", threads);
     setenv("KVCMP_CANDIDATE_THREADS", count, 1);
+    kvc_backend proxy;
+    if (b == kvc_optimized_backend_get(NULL, 0)) b = kvc_team_backend(b, threads, &proxy);
     int rc = kvc_run_case(b, c, o, r);
     kvc_optimized_set_thread_work(thread_work);
     return rc;

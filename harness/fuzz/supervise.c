@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -32,6 +33,17 @@ int64_t kvc_process_rss_bytes(pid_t pid) {
     int n = fscanf(f, "%lld %lld", &size, &resident);
     fclose(f);
     return n == 2 ? (int64_t)resident * (int64_t)sysconf(_SC_PAGESIZE) : -1;
+}
+
+int64_t kvc_own_rss_above(int64_t limit_bytes) {
+    /* RUSAGE_THREAD: the peak is the process's all the same (one memory
+     * map), without summing the times of every thread (the team masters'
+     * and their pools', some 30). */
+    struct rusage usage = {0};
+    getrusage(RUSAGE_THREAD, &usage);   /* fails only on a bad argument */
+    if ((int64_t)usage.ru_maxrss * 1024 <= limit_bytes) return 0;
+    int64_t rss = kvc_process_rss_bytes(0);
+    return rss > limit_bytes ? rss : 0;
 }
 
 int64_t kvc_process_tree_rss_bytes(pid_t pid) {

@@ -27,6 +27,11 @@ int64_t kvc_process_rss_bytes(pid_t pid);
 /* The same with its children's and their children's (a fuzz worker and
  * the Python interpreter it runs a candidate in). */
 int64_t kvc_process_tree_rss_bytes(pid_t pid);
+/* This process's resident bytes when they exceed limit_bytes, else 0.
+ * Its peak (one system call) bounds its current size, so /proc/self/statm
+ * (four, and a fuzz worker asks after every case) is read only once the
+ * peak has passed the limit. */
+int64_t kvc_own_rss_above(int64_t limit_bytes);
 
 /* "killed by signal 11 (Segmentation fault)", "exited with status 3". */
 void kvc_describe_exit(int status, char *out, size_t size);

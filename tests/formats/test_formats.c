@@ -201,6 +201,29 @@ Test(formats, expf_specials_and_fallback) {
         cr_assert_eq(kvc_f32_bits(kvc_expf_mpfr(x)), kvc_f32_bits(expf_oracle(x)), "FAIL x=%a", (double)x);
 }
 
+/* kvc_expf_mpfr remembers its results (formats.c): asked again after
+ * more inputs than its table holds (every entry replaced), right after
+ * the same input, and from several threads at once, it gives the
+ * oracle's value each time. */
+Test(formats, expf_mpfr_remembered_results_are_the_oracles, .timeout = 120) {
+    enum { INPUTS = 3000 };
+    static float x[INPUTS], want[INPUTS];
+    for (int i = 0; i < INPUTS; i++) {
+        x[i] = -0.0291f * (float)(i + 1);
+        want[i] = expf_oracle(x[i]);
+    }
+    for (int round = 0; round < 2; round++)
+        for (int i = 0; i < INPUTS; i++)
+            for (int again = 0; again < 2; again++)
+                cr_assert_eq(kvc_f32_bits(kvc_expf_mpfr(x[i])), kvc_f32_bits(want[i]), "FAIL x=%a (round %d)", (double)x[i], round);
+    int wrong = 0;
+#pragma omp parallel for num_threads(4) reduction(+ : wrong)
+    for (int i = 0; i < 4 * INPUTS; i++) wrong += kvc_f32_bits(kvc_expf_mpfr(x[i * 7 % INPUTS])) != kvc_f32_bits(want[i * 7 % INPUTS]);
+    cr_assert_eq(wrong, 0, "%d results from 4 threads differ from the oracle", wrong);
+    cr_assert(isnan(kvc_expf_mpfr(NAN)));
+    cr_assert(isnan(kvc_expf_mpfr(kvc_f32_from_bits(0xFFFFFFFFu))));
+}
+
 Test(formats, max_propagates_nan) {
     cr_assert(kvc_f32_is_nan(kvc_max_nan(NAN, 1.0f)));
     cr_assert(kvc_f32_is_nan(kvc_max_nan(1.0f, -NAN)));
