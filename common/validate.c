@@ -365,7 +365,7 @@ int kvc_validate_v41_norm(const kvc_v41_norm_args *a, kvc_error *err) {
     return ok(err);
 }
 
-int kvc_validate_v41_insert(const kvc_v41_insert_args *a, int expect_quant, kvc_error *err) {
+int kvc_validate_v41_insert_fields(const kvc_v41_insert_args *a, int expect_quant, kvc_error *err) {
     int32_t R = a->compress_ratio;
     int64_t T = a->num_tokens;
     if (R != 1 && R != 2) return kvc_fail(err, KVC_ERR_PARAM, "compress_ratio = %d, V4.1 supports 1 and 2", R);
@@ -390,6 +390,13 @@ int kvc_validate_v41_insert(const kvc_v41_insert_args *a, int expect_quant, kvc_
     TRY(check_disjoint(a->kv_cache.data, span, "kv_cache", a->cos_sin, a->cos_sin_rows * 256, "cos_sin", err));
     TRY(check_disjoint(a->kv_cache.data, span, "kv_cache", a->positions, T * 8, "positions", err));
     TRY(check_disjoint(a->kv_cache.data, span, "kv_cache", a->slot_mapping, T * 8, "slot_mapping", err));
+    return KVC_OK;
+}
+
+int kvc_validate_v41_insert(const kvc_v41_insert_args *a, int expect_quant, kvc_error *err) {
+    TRY(kvc_validate_v41_insert_fields(a, expect_quant, err));
+    int32_t R = a->compress_ratio;
+    int64_t T = a->num_tokens;
     int64_t *owner = new_owner_table(a->kv_cache.num_pages * a->kv_cache.page_rows);
     if (!owner) return kvc_fail(err, KVC_ERR_NOMEM, "out of memory validating kv_cache");
     for (int64_t t = 0; t < T; t++) {

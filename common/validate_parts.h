@@ -12,5 +12,6 @@
 
 int kvc_validate_v4_save_fields(const kvc_v4_save_args *a, kvc_error *err);
 int kvc_validate_v4_compress_fields(const kvc_v4_compress_args *a, kvc_error *err);
+int kvc_validate_v41_insert_fields(const kvc_v41_insert_args *a, int expect_quant, kvc_error *err);
 
 #endif

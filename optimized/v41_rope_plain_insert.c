@@ -3,6 +3,8 @@
 #include "kvcmp/formats.h"
 #include "kvcmp/layout.h"
 #include "kvcmp/validate.h"
+#include "common/validate_parts.h"
+#include "optimized/validate_tokens.h"
 #include "optimized/stages.h"
 #include "optimized/vector_math.h"
 
@@ -35,8 +37,11 @@ static void store_fp8_row(uint8_t *row, const float *x, float inverse_scale) {
 }
 
 int opt_v41_rope_plain_insert(const kvc_v41_insert_args *a, kvc_error *err) {
-    int rc = kvc_validate_v41_insert(a, 0, err);
+    /* Section 8: the per-token checks on the threads when every token
+     * passes, else the common validator's verdict (validate_tokens.h). */
+    int rc = kvc_validate_v41_insert_fields(a, 0, err);
     if (rc) return rc;
+    if (!opt_v41_insert_tokens_valid(a) && (rc = kvc_validate_v41_insert(a, 0, err)) != KVC_OK) return rc;
     int64_t row_bytes = kvc_cache_row_bytes(a->cache_dtype);
     /* r = 1 / scale, rounded once to fp32. */
     float inverse_scale = a->cache_dtype == KVC_CACHE_FP8_E4M3 ? 1.0f / a->fp8_scale : 1.0f;

@@ -4,6 +4,8 @@
 #include "kvcmp/formats.h"
 #include "kvcmp/layout.h"
 #include "kvcmp/validate.h"
+#include "common/validate_parts.h"
+#include "optimized/validate_tokens.h"
 #include "optimized/stages.h"
 #include "optimized/vector_math.h"
 
@@ -11,8 +13,11 @@
 #define NOPE_DIMS (HEAD_DIM - KVC_ROPE_DIMS)
 
 int opt_v41_rope_quant_insert(const kvc_v41_insert_args *a, kvc_error *err) {
-    int rc = kvc_validate_v41_insert(a, 1, err);
+    /* Section 8: the per-token checks on the threads when every token
+     * passes, else the common validator's verdict (validate_tokens.h). */
+    int rc = kvc_validate_v41_insert_fields(a, 1, err);
     if (rc) return rc;
+    if (!opt_v41_insert_tokens_valid(a) && (rc = kvc_validate_v41_insert(a, 1, err)) != KVC_OK) return rc;
     /* At least ~80 tokens per thread (stages.h).  Bit-identical at any
      * thread count: each row is written by exactly one thread (section 8
      * rejects two tokens naming one slot), from inputs no thread writes. */

@@ -1,4 +1,4 @@
-/* The optimized V4 stages check section 8's per-token rules on the
+/* The optimized V4 stages and V4.1 inserts check section 8's per-token rules on the
  * threads and fall back on the common validator when a token fails
  * (optimized/validate_tokens.c).  Each rule broken once, on a token in
  * the first, middle or last of three thread ranges, must give the
@@ -191,3 +191,97 @@ Test(optimized_validation, v4_compress_one_thread) { check_compress(1); }
 Test(optimized_validation, v4_compress_three_threads) { check_compress(3); }
 Test(optimized_validation, v4_save_one_thread) { check_save(1); }
 Test(optimized_validation, v4_save_three_threads) { check_save(3); }
+
+/* ---- V4.1 inserts: R = 2, 48 tokens at positions 0..47, closing tokens
+ * (odd positions) write rows 0..23, every other non-closing token names
+ * row 0 (its position checked, nothing written). ---- */
+
+enum { INSERT_TOKENS = 48, INSERT_ROWS = 32, INSERT_COS_ROWS = 64, DS_MLA_ROW = 576 + 8, BF16_ROW = 1024 };
+
+typedef struct {
+    kvc_v41_insert_args args;
+    int64_t positions[INSERT_TOKENS], slots[INSERT_TOKENS];
+    uint16_t latent[INSERT_TOKENS * 512];
+    float cos_sin[INSERT_COS_ROWS * 64];
+    uint8_t kv_cache[INSERT_ROWS * BF16_ROW];
+} insert_batch;
+
+static void make_insert_batch(insert_batch *b, kvc_cache_dtype dtype) {
+    memset(b, 0, sizeof *b);
+    for (int i = 0; i < INSERT_TOKENS * 512; i++) b->latent[i] = (uint16_t)(0x3C00 + i % 509);   /* bf16 values near 0.008-1 */
+    for (int i = 0; i < INSERT_COS_ROWS * 64; i++) b->cos_sin[i] = (float)(i % 13) / 13.0f;
+    int64_t row_bytes = kvc_cache_row_bytes(dtype);
+    cr_assert_eq(row_bytes, dtype == KVC_CACHE_FP8_DS_MLA ? DS_MLA_ROW : BF16_ROW);
+    kvc_v41_insert_args *a = &b->args;
+    a->num_tokens = INSERT_TOKENS;
+    a->compress_ratio = 2;
+    a->cache_dtype = dtype;
+    a->kv_cache = (kvc_paged_cache){.data = b->kv_cache, .num_pages = 1, .page_rows = INSERT_ROWS, .page_bytes = INSERT_ROWS * row_bytes,
+                                    .page_stride = INSERT_ROWS * row_bytes};
+    a->cos_sin = b->cos_sin;
+    a->cos_sin_rows = INSERT_COS_ROWS;
+    int64_t closing = 0;
+    for (int64_t t = 0; t < INSERT_TOKENS; t++) {
+        b->positions[t] = t;
+        b->slots[t] = kvc_is_closing(t, 2) ? closing++ : (t % 4 == 0 ? 0 : -1);
+    }
+    a->latent = b->latent;
+    a->positions = b->positions;
+    a->slot_mapping = b->slots;
+}
+
+/* Closing tokens (odd positions) in the first, middle and last third. */
+static const int64_t insert_closing_tokens[] = {5, 23, 47};
+
+typedef void (*insert_breakage)(insert_batch *b, int64_t t);
+static void insert_unbroken(insert_batch *b, int64_t t) { (void)b; (void)t; }
+static void insert_position_negative(insert_batch *b, int64_t t) { b->positions[t - 1 - (t - 1) % 4] = -1; }   /* a token naming row 0 */
+static void insert_position_too_high(insert_batch *b, int64_t t) { b->positions[t] = KVC_MAX_POSITION + 1; }
+static void insert_slot_past_cache(insert_batch *b, int64_t t) { b->slots[t] = INSERT_ROWS; }
+static void insert_cos_sin_short(insert_batch *b, int64_t t) { b->args.cos_sin_rows = b->positions[t] / 2 * 2; }
+static void insert_row_shared_far(insert_batch *b, int64_t t) { b->slots[t] = b->slots[t == 5 ? 47 : 5]; }
+static void insert_row_shared_near(insert_batch *b, int64_t t) { b->slots[t] = b->slots[t - 2]; }
+/* A token skipped (slot -1) or not closing is not checked for its row. */
+static void insert_padding_position(insert_batch *b, int64_t t) { b->slots[t - 2] = -1; b->positions[t - 2] = -5; }
+
+static const struct { const char *name; insert_breakage apply; int rejected; } insert_breakages[] = {
+    {"unbroken", insert_unbroken, 0},
+    {"position_negative", insert_position_negative, 1},
+    {"position_too_high", insert_position_too_high, 1},
+    {"slot_past_cache", insert_slot_past_cache, 1},
+    {"cos_sin_short", insert_cos_sin_short, 1},
+    {"row_shared_far", insert_row_shared_far, 1},
+    {"row_shared_near", insert_row_shared_near, 1},
+    {"padding_position", insert_padding_position, 0},
+};
+
+static int call_insert(const kvc_backend *b, const kvc_v41_insert_args *a, kvc_error *err) {
+    return a->cache_dtype == KVC_CACHE_FP8_DS_MLA ? b->v41_rope_quant_insert(a, err) : b->v41_rope_plain_insert(a, err);
+}
+
+static void check_insert(kvc_cache_dtype dtype, int threads) {
+    const kvc_backend *opt = optimized_at(threads);
+    static insert_batch ref_batch, opt_batch;
+    for (size_t k = 0; k < sizeof insert_breakages / sizeof insert_breakages[0]; k++)
+        for (int i = 0; i < 3; i++) {
+            make_insert_batch(&ref_batch, dtype);
+            make_insert_batch(&opt_batch, dtype);
+            insert_breakages[k].apply(&ref_batch, insert_closing_tokens[i]);
+            insert_breakages[k].apply(&opt_batch, insert_closing_tokens[i]);
+            kvc_error ref_err = {0}, opt_err = {0};
+            int rc_ref = call_insert(&kvc_reference_backend, &ref_batch.args, &ref_err);
+            int rc_opt = call_insert(opt, &opt_batch.args, &opt_err);
+            char what[160];
+            snprintf(what, sizeof what, "%s %s at token %lld, %d threads", dtype == KVC_CACHE_FP8_DS_MLA ? "v41.rope_quant_insert" : "v41.rope_plain_insert",
+                     insert_breakages[k].name, (long long)insert_closing_tokens[i], threads);
+            /* The breakage does what its name says: the reference accepts
+             * or refuses the batch as the table expects. */
+            cr_expect_eq(rc_ref != KVC_OK, insert_breakages[k].rejected, "%s: the reference returned %d (%s)", what, rc_ref, ref_err.message);
+            expect_same(what, rc_ref, &ref_err, ref_batch.kv_cache, rc_opt, &opt_err, opt_batch.kv_cache, sizeof ref_batch.kv_cache);
+        }
+}
+
+Test(optimized_validation, v41_rope_quant_insert_one_thread) { check_insert(KVC_CACHE_FP8_DS_MLA, 1); }
+Test(optimized_validation, v41_rope_quant_insert_three_threads) { check_insert(KVC_CACHE_FP8_DS_MLA, 3); }
+Test(optimized_validation, v41_rope_plain_insert_one_thread) { check_insert(KVC_CACHE_BF16, 1); }
+Test(optimized_validation, v41_rope_plain_insert_three_threads) { check_insert(KVC_CACHE_BF16, 3); }
