@@ -322,7 +322,8 @@ static int check_v41_requests(const kvc_v41_norm_args *a, kvc_error *err) {
     return KVC_OK;
 }
 
-int kvc_validate_v41_norm(const kvc_v41_norm_args *a, kvc_error *err) {
+/* v41.save_compress_norm's scalars, pointers and ranges for every R. */
+static int check_v41_norm_common_fields(const kvc_v41_norm_args *a, kvc_error *err) {
     int32_t R = a->compress_ratio;
     int64_t T = a->num_tokens;
     if (R != 1 && R != 2) return kvc_fail(err, KVC_ERR_PARAM, "compress_ratio = %d, V4.1 supports 1 and 2", R);
@@ -339,9 +340,12 @@ int kvc_validate_v41_norm(const kvc_v41_norm_args *a, kvc_error *err) {
     TRY(check_disjoint(a->latent, latent_bytes, "latent", a->norm_weight, 1024, "norm_weight", err));
     TRY(check_disjoint(a->latent, latent_bytes, "latent", a->positions, T * 8, "positions", err));
     TRY(check_disjoint(a->latent, latent_bytes, "latent", a->slot_mapping, T * 8, "slot_mapping", err));
-    for (int64_t t = 0; t < T; t++)
-        if (a->slot_mapping[t] >= 0) TRY(check_position(a->positions, t, err));
-    if (R == 1) return ok(err);
+    return KVC_OK;
+}
+
+/* R = 2: the ring cache and the request metadata's pointers and ranges. */
+static int check_v41_norm_ring_fields(const kvc_v41_norm_args *a, kvc_error *err) {
+    int64_t T = a->num_tokens, latent_bytes = T * KVC_V41_HEAD_DIM * 2;
     int64_t cap = a->state_cache.page_rows;
     TRY(check_cache(&a->state_cache, "state_cache", 1024 * 4, 4, err));
     if (cap < 8 || (cap & (cap - 1)) != 0)
@@ -361,6 +365,21 @@ int kvc_validate_v41_norm(const kvc_v41_norm_args *a, kvc_error *err) {
     TRY(check_disjoint(a->state_cache.data, span, "state_cache", a->query_start_loc, starts_bytes, "query_start_loc", err));
     TRY(check_disjoint(a->latent, latent_bytes, "latent", a->token_to_req, T * 4, "token_to_req", err));
     TRY(check_disjoint(a->latent, latent_bytes, "latent", a->query_start_loc, starts_bytes, "query_start_loc", err));
+    return KVC_OK;
+}
+
+int kvc_validate_v41_norm_fields(const kvc_v41_norm_args *a, kvc_error *err) {
+    TRY(check_v41_norm_common_fields(a, err));
+    if (a->compress_ratio == 2) TRY(check_v41_norm_ring_fields(a, err));
+    return ok(err);
+}
+
+int kvc_validate_v41_norm(const kvc_v41_norm_args *a, kvc_error *err) {
+    TRY(check_v41_norm_common_fields(a, err));
+    for (int64_t t = 0; t < a->num_tokens; t++)
+        if (a->slot_mapping[t] >= 0) TRY(check_position(a->positions, t, err));
+    if (a->compress_ratio == 1) return ok(err);
+    TRY(check_v41_norm_ring_fields(a, err));
     TRY(check_v41_requests(a, err));
     return ok(err);
 }

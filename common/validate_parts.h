@@ -13,5 +13,10 @@
 int kvc_validate_v4_save_fields(const kvc_v4_save_args *a, kvc_error *err);
 int kvc_validate_v4_compress_fields(const kvc_v4_compress_args *a, kvc_error *err);
 int kvc_validate_v41_insert_fields(const kvc_v41_insert_args *a, int expect_quant, kvc_error *err);
+/* The same checks as kvc_validate_v41_norm less its per-token and
+ * per-request loops.  The full validator checks positions between the
+ * two groups of fields, so its first error can be a position's even when
+ * this one fails: on any failure here, run the full validator. */
+int kvc_validate_v41_norm_fields(const kvc_v41_norm_args *a, kvc_error *err);
 
 #endif

@@ -9,6 +9,8 @@
 #include "kvcmp/formats.h"
 #include "kvcmp/layout.h"
 #include "kvcmp/validate.h"
+#include "common/validate_parts.h"
+#include "optimized/validate_tokens.h"
 #include "optimized/stages.h"
 #include "optimized/vector_math.h"
 
@@ -80,8 +82,13 @@ static void store_rings(const kvc_v41_norm_args *a) {
 }
 
 int opt_v41_save_compress_norm(const kvc_v41_norm_args *a, kvc_error *err) {
-    int rc = kvc_validate_v41_norm(a, err);
-    if (rc) return rc;
+    /* Section 8: the per-token and per-request checks on the threads when
+     * every token passes; otherwise (or when a field fails, see
+     * validate_parts.h) the common validator's verdict. */
+    int rc = KVC_OK;
+    if ((kvc_validate_v41_norm_fields(a, err) != KVC_OK || !opt_v41_norm_tokens_valid(a)) &&
+        (rc = kvc_validate_v41_norm(a, err)) != KVC_OK)
+        return rc;
     float weight[HEAD_DIM];   /* the bf16 weight widened once per call */
     for (int d = 0; d < HEAD_DIM; d += 16)
         _mm512_storeu_ps(weight + d, opt_f32_from_bf16x16(_mm256_loadu_si256((const __m256i *)(a->norm_weight + d))));

@@ -217,3 +217,92 @@ int opt_v41_insert_tokens_valid(const kvc_v41_insert_args *a) {
     free(writer);
     return valid;
 }
+
+/* ---- V4.1 save_compress_norm ---- */
+
+/* query_start_loc's own rules (num_requests + 1 entries, on the calling
+ * thread): from 0, monotone, within the batch. */
+static int request_starts_ok(const kvc_v41_norm_args *a) {
+    const int32_t *starts = a->query_start_loc;
+    if (starts[0] != 0 || starts[a->num_requests] > a->num_tokens) return 0;
+    for (int64_t r = 0; r < a->num_requests; r++)
+        if (starts[r + 1] < starts[r]) return 0;
+    return 1;
+}
+
+/* Norm's tokens [begin, end): a token with a row has a valid position;
+ * at R = 2 the request metadata's per-token rules (a padding token past
+ * the last request has no row; a token's request is the one
+ * query_start_loc puts it in; positions follow within a request; a row
+ * lies in the ring cache at p mod CAP), each slotted token storing its
+ * ring block as its request's and its request as the block's owner.  CAP
+ * is a power of two (fields): mask and shift for % and /. */
+static int norm_tokens_ok(const kvc_v41_norm_args *a, int64_t begin, int64_t end, int64_t *request_block, int64_t *block_owner) {
+    if (a->compress_ratio == 1) {   /* no ring, no request metadata (they may be NULL) */
+        for (int64_t t = begin; t < end; t++)
+            if (a->slot_mapping[t] >= 0 && !position_ok(a->positions[t])) return 0;
+        return 1;
+    }
+    const int32_t *starts = a->query_start_loc;
+    int64_t cap = a->state_cache.page_rows, rows = a->state_cache.num_pages * cap, last = starts[a->num_requests];
+    int cap_bits = __builtin_ctzll((unsigned long long)cap);
+    for (int64_t t = begin; t < end; t++) {
+        int64_t slot = a->slot_mapping[t], p = a->positions[t];
+        if (slot >= 0 && !position_ok(p)) return 0;
+        if (t >= last) {
+            if (slot >= 0) return 0;
+            continue;
+        }
+        int64_t r = a->token_to_req[t];
+        if (r < 0 || r >= a->num_requests || t < starts[r] || t >= starts[r + 1]) return 0;
+        if (t > starts[r] && (a->positions[t - 1] == INT64_MAX || p != a->positions[t - 1] + 1)) return 0;
+        if (slot < 0) continue;
+        if (slot >= rows || (slot & (cap - 1)) != (p & (cap - 1))) return 0;
+        claim_row(request_block, r, slot >> cap_bits);
+        claim_row(block_owner, slot >> cap_bits, r);
+    }
+    return 1;
+}
+
+/* After every store: each slotted token's request kept its block (one
+ * block per request) and the block kept its request (one request per
+ * block). */
+static int norm_blocks_kept(const kvc_v41_norm_args *a, int64_t begin, int64_t end, const int64_t *request_block,
+                            const int64_t *block_owner) {
+    if (a->compress_ratio == 1) return 1;
+    int64_t last = a->query_start_loc[a->num_requests];
+    int cap_bits = __builtin_ctzll((unsigned long long)a->state_cache.page_rows);
+    for (int64_t t = begin; t < end && t < last; t++) {
+        int64_t slot = a->slot_mapping[t], r = a->token_to_req[t];
+        if (slot < 0) continue;
+        if (!row_kept(request_block, r, slot >> cap_bits) || !row_kept(block_owner, slot >> cap_bits, r)) return 0;
+    }
+    return 1;
+}
+
+int opt_v41_norm_tokens_valid(const kvc_v41_norm_args *a) {
+    int64_t num_tokens = a->num_tokens;
+    if (a->compress_ratio == 2 && !request_starts_ok(a)) return 0;
+    /* Entries no token stores are never read (as writer_table). */
+    int64_t requests = a->compress_ratio == 2 ? a->num_requests : 0, pages = a->compress_ratio == 2 ? a->state_cache.num_pages : 0;
+    int64_t *request_block = malloc((size_t)(requests + 1) * sizeof(int64_t)), *block_owner = malloc((size_t)(pages + 1) * sizeof(int64_t));
+    int threads = check_threads(num_tokens), valid = 1;
+    if (!request_block || !block_owner) {
+        valid = 0;
+    } else if (threads == 1) {   /* no team: even an inactive region costs a microsecond */
+        valid = norm_tokens_ok(a, 0, num_tokens, request_block, block_owner) &&
+                norm_blocks_kept(a, 0, num_tokens, request_block, block_owner);
+    } else {
+#pragma omp parallel num_threads(threads) reduction(&& : valid)
+        {
+            int parts = omp_get_num_threads(), part = omp_get_thread_num();
+            int64_t begin = range_start(num_tokens, part, parts), end = range_start(num_tokens, part + 1, parts);
+            valid = norm_tokens_ok(a, begin, end, request_block, block_owner);
+#pragma omp barrier
+            valid = valid && norm_blocks_kept(a, begin, end, request_block, block_owner);
+        }
+    }
+    free(request_block);
+    free(block_owner);
+    return valid;
+}

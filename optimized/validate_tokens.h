@@ -1,4 +1,4 @@
-/* SPEC.md section 8's per-token checks of the V4 stages and the V4.1 inserts, split over the
+/* SPEC.md section 8's per-token checks of the V4 and V4.1 stages, split over the
  * threads: the common validator walks the tokens on one thread, which
  * was a fifth of a prefill's time on 16 cores (issue 20).  Each returns 1
  * when every token passes the validator's per-token checks (after
@@ -19,5 +19,7 @@ int opt_v4_save_tokens_valid(const kvc_v4_save_args *a);
 int opt_v4_compress_tokens_valid(const kvc_v4_compress_args *a, int64_t *tokens, int64_t *count);
 /* Both V4.1 inserts (the same per-token rules). */
 int opt_v41_insert_tokens_valid(const kvc_v41_insert_args *a);
+/* v41.save_compress_norm's positions and, at R = 2, its per-request rules. */
+int opt_v41_norm_tokens_valid(const kvc_v41_norm_args *a);
 
 #endif

@@ -285,3 +285,121 @@ Test(optimized_validation, v41_rope_quant_insert_one_thread) { check_insert(KVC_
 Test(optimized_validation, v41_rope_quant_insert_three_threads) { check_insert(KVC_CACHE_FP8_DS_MLA, 3); }
 Test(optimized_validation, v41_rope_plain_insert_one_thread) { check_insert(KVC_CACHE_BF16, 1); }
 Test(optimized_validation, v41_rope_plain_insert_three_threads) { check_insert(KVC_CACHE_BF16, 3); }
+
+/* ---- V4.1 save_compress_norm: 2 requests x 24 tokens from position 0,
+ * request r's ring in block r + 1 of CAP = 8 rows (block 0 unused), every
+ * token naming its ring row p mod 8. ---- */
+
+enum { NORM_REQUESTS = 2, NORM_CHUNK = 24, NORM_TOKENS = NORM_REQUESTS * NORM_CHUNK, NORM_CAP = 8, NORM_PAGES = NORM_REQUESTS + 1 };
+
+typedef struct {
+    kvc_v41_norm_args args;
+    int64_t positions[NORM_TOKENS], slots[NORM_TOKENS];
+    int32_t token_to_req[NORM_TOKENS], starts[NORM_REQUESTS + 1];
+    float kv_score[NORM_TOKENS * 1024], ring[NORM_PAGES * NORM_CAP * 1024];
+    uint16_t weight[512], latent[NORM_TOKENS * 512];
+} norm_batch;
+
+static void make_norm_batch(norm_batch *b, int32_t ratio) {
+    memset(b, 0, sizeof *b);
+    for (int i = 0; i < NORM_TOKENS * 1024; i++) b->kv_score[i] = (float)(i % 37) / 37.0f - 0.5f;
+    for (int i = 0; i < NORM_PAGES * NORM_CAP * 1024; i++) b->ring[i] = (float)(i % 41) / 41.0f;
+    for (int i = 0; i < 512; i++) b->weight[i] = (uint16_t)(0x3F80 + i % 64);   /* bf16 1.0 .. 1.5 */
+    for (int64_t t = 0; t < NORM_TOKENS; t++) {
+        int64_t r = t / NORM_CHUNK, p = t % NORM_CHUNK;
+        b->token_to_req[t] = (int32_t)r;
+        b->positions[t] = p;
+        b->slots[t] = (r + 1) * NORM_CAP + p % NORM_CAP;
+    }
+    for (int r = 0; r <= NORM_REQUESTS; r++) b->starts[r] = r * NORM_CHUNK;
+    kvc_v41_norm_args *a = &b->args;
+    a->num_tokens = NORM_TOKENS;
+    a->compress_ratio = ratio;
+    a->eps = 1e-6f;
+    a->kv_score = b->kv_score;
+    a->positions = b->positions;
+    a->slot_mapping = b->slots;
+    a->norm_weight = b->weight;
+    a->latent = b->latent;
+    a->state_cache = (kvc_paged_cache){.data = b->ring, .num_pages = NORM_PAGES, .page_rows = NORM_CAP,
+                                       .page_bytes = NORM_CAP * 1024 * 4, .page_stride = NORM_CAP * 1024 * 4};
+    a->query_start_loc = b->starts;
+    a->num_requests = NORM_REQUESTS;
+    a->token_to_req = b->token_to_req;
+}
+
+typedef void (*norm_breakage)(norm_batch *b, int64_t t);
+static void norm_unbroken(norm_batch *b, int64_t t) { (void)b; (void)t; }
+static void norm_position_negative(norm_batch *b, int64_t t) { b->positions[t] = -1; }
+static void norm_position_too_high(norm_batch *b, int64_t t) { b->positions[t] = KVC_MAX_POSITION + 1; }
+static void norm_position_gap(norm_batch *b, int64_t t) { b->positions[t] += 1; }
+static void norm_request_other(norm_batch *b, int64_t t) { b->token_to_req[t] = 1 - b->token_to_req[t]; }
+static void norm_request_negative(norm_batch *b, int64_t t) { b->token_to_req[t] = -1; }
+/* The same on a token without a row: only the request rule catches it. */
+static void norm_request_other_skipped(norm_batch *b, int64_t t) {
+    b->token_to_req[t] = 1 - b->token_to_req[t];
+    b->slots[t] = -1;
+}
+static void norm_slot_past_cache(norm_batch *b, int64_t t) { b->slots[t] = NORM_PAGES * NORM_CAP; }
+static void norm_ring_row_wrong(norm_batch *b, int64_t t) { b->slots[t] = b->slots[t] / NORM_CAP * NORM_CAP + (b->positions[t] + 1) % NORM_CAP; }
+static void norm_block_switch(norm_batch *b, int64_t t) { b->slots[t] = b->slots[t] % NORM_CAP; }   /* block 0 */
+/* t's whole request moves to the other request's block. */
+static void norm_block_shared(norm_batch *b, int64_t t) {
+    int64_t r = b->token_to_req[t];
+    for (int64_t u = r * NORM_CHUNK; u < (r + 1) * NORM_CHUNK; u++) b->slots[u] = (2 - r) * NORM_CAP + b->positions[u] % NORM_CAP;
+}
+/* The last request ends a token early: token 47 is padding, with a row. */
+static void norm_padding_with_row(norm_batch *b, int64_t t) { (void)t; b->starts[NORM_REQUESTS] = NORM_TOKENS - 1; }
+static void norm_padding_skipped(norm_batch *b, int64_t t) {
+    (void)t;
+    b->starts[NORM_REQUESTS] = NORM_TOKENS - 1;
+    b->slots[NORM_TOKENS - 1] = -1;
+}
+static void norm_starts_not_monotone(norm_batch *b, int64_t t) { (void)t; b->starts[1] = NORM_TOKENS + 1; }
+
+static const struct { const char *name; norm_breakage apply; int rejected_r2, rejected_r1; } norm_breakages[] = {
+    {"unbroken", norm_unbroken, 0, 0},
+    {"position_negative", norm_position_negative, 1, 1},
+    {"position_too_high", norm_position_too_high, 1, 1},
+    {"position_gap", norm_position_gap, 1, 0},
+    {"request_other", norm_request_other, 1, 0},
+    {"request_negative", norm_request_negative, 1, 0},
+    {"request_other_skipped", norm_request_other_skipped, 1, 0},
+    {"slot_past_cache", norm_slot_past_cache, 1, 0},
+    {"ring_row_wrong", norm_ring_row_wrong, 1, 0},
+    {"block_switch", norm_block_switch, 1, 0},
+    {"block_shared", norm_block_shared, 1, 0},
+    {"padding_with_row", norm_padding_with_row, 1, 0},
+    {"padding_skipped", norm_padding_skipped, 0, 0},
+    {"starts_not_monotone", norm_starts_not_monotone, 1, 0},
+};
+
+/* Tokens in the first, middle and last third (23 and 47 end a request). */
+static const int64_t norm_tokens[] = {5, 23, 47};
+
+static void check_norm(int32_t ratio, int threads) {
+    const kvc_backend *opt = optimized_at(threads);
+    static norm_batch ref_batch, opt_batch;
+    for (size_t k = 0; k < sizeof norm_breakages / sizeof norm_breakages[0]; k++)
+        for (int i = 0; i < 3; i++) {
+            make_norm_batch(&ref_batch, ratio);
+            make_norm_batch(&opt_batch, ratio);
+            norm_breakages[k].apply(&ref_batch, norm_tokens[i]);
+            norm_breakages[k].apply(&opt_batch, norm_tokens[i]);
+            kvc_error ref_err = {0}, opt_err = {0};
+            int rc_ref = kvc_reference_backend.v41_save_compress_norm(&ref_batch.args, &ref_err);
+            int rc_opt = opt->v41_save_compress_norm(&opt_batch.args, &opt_err);
+            char what[160];
+            snprintf(what, sizeof what, "v41.save_compress_norm R=%d %s at token %lld, %d threads", ratio, norm_breakages[k].name,
+                     (long long)norm_tokens[i], threads);
+            int rejected = ratio == 2 ? norm_breakages[k].rejected_r2 : norm_breakages[k].rejected_r1;
+            cr_expect_eq(rc_ref != KVC_OK, rejected, "%s: the reference returned %d (%s)", what, rc_ref, ref_err.message);
+            expect_same(what, rc_ref, &ref_err, ref_batch.latent, rc_opt, &opt_err, opt_batch.latent, sizeof ref_batch.latent);
+            cr_expect_eq(memcmp(opt_batch.ring, ref_batch.ring, sizeof ref_batch.ring), 0, "%s: ring bytes differ from the reference's", what);
+        }
+}
+
+Test(optimized_validation, v41_norm_r2_one_thread) { check_norm(2, 1); }
+Test(optimized_validation, v41_norm_r2_three_threads) { check_norm(2, 3); }
+Test(optimized_validation, v41_norm_r1_one_thread) { check_norm(1, 1); }
+Test(optimized_validation, v41_norm_r1_three_threads) { check_norm(1, 3); }
