@@ -49,8 +49,35 @@ static int64_t range_start(int64_t count, int part, int parts) { return count * 
 /* section 8: a position the validator accepts. */
 static int position_ok(int64_t p) { return p >= 0 && p <= KVC_MAX_POSITION; }
 
+/* A stage's two passes over a token range: the checks, each token storing
+ * its claims into `tables`; then, once every thread's stores are done,
+ * whether each of its claims was kept. */
+typedef struct {
+    int (*check)(const void *args, int64_t begin, int64_t end, void *tables);
+    int (*kept)(const void *args, int64_t begin, int64_t end, void *tables);
+} token_passes;
+
+/* 1 when every range passes both: on the calling thread when the check
+ * pays for one thread, else one contiguous range per thread of a team
+ * with a barrier between the passes. */
+static int passes_on_threads(const token_passes *passes, const void *args, int64_t num_tokens, void *tables) {
+    int threads = check_threads(num_tokens), valid = 1;
+    if (threads == 1)   /* no team: even an inactive region costs a microsecond */
+        return passes->check(args, 0, num_tokens, tables) && passes->kept(args, 0, num_tokens, tables);
+#pragma omp parallel num_threads(threads) reduction(&& : valid)
+    {
+        int parts = omp_get_num_threads(), part = omp_get_thread_num();
+        int64_t begin = range_start(num_tokens, part, parts), end = range_start(num_tokens, part + 1, parts);
+        valid = passes->check(args, begin, end, tables);
+#pragma omp barrier
+        valid = valid && passes->kept(args, begin, end, tables);
+    }
+    return valid;
+}
+
 /* Save's tokens [begin, end): the validator's checks, each row claimed. */
-static int save_tokens_ok(const kvc_v4_save_args *a, int64_t begin, int64_t end, int64_t *writer) {
+static int save_tokens_ok(const void *args, int64_t begin, int64_t end, void *writer) {
+    const kvc_v4_save_args *a = args;
     int64_t rows = a->state_cache.num_pages * a->state_cache.page_rows;
     for (int64_t t = begin; t < end; t++) {
         int64_t slot = a->slot_mapping[t];
@@ -61,29 +88,17 @@ static int save_tokens_ok(const kvc_v4_save_args *a, int64_t begin, int64_t end,
     return 1;
 }
 
-static int save_rows_kept(const kvc_v4_save_args *a, int64_t begin, int64_t end, const int64_t *writer) {
+static int save_rows_kept(const void *args, int64_t begin, int64_t end, void *writer) {
+    const kvc_v4_save_args *a = args;
     for (int64_t t = begin; t < end; t++)
         if (a->slot_mapping[t] >= 0 && !row_kept(writer, a->slot_mapping[t], t)) return 0;
     return 1;
 }
 
 int opt_v4_save_tokens_valid(const kvc_v4_save_args *a) {
-    int64_t *writer = writer_table(&a->state_cache), num_tokens = a->num_tokens;
-    if (!writer) return 0;
-    int threads = check_threads(num_tokens), valid = 1;
-    if (threads == 1) {   /* no team: even an inactive region costs a microsecond */
-        valid = save_tokens_ok(a, 0, num_tokens, writer) && save_rows_kept(a, 0, num_tokens, writer);
-        free(writer);
-        return valid;
-    }
-#pragma omp parallel num_threads(threads) reduction(&& : valid)
-    {
-        int parts = omp_get_num_threads(), part = omp_get_thread_num();
-        int64_t begin = range_start(num_tokens, part, parts), end = range_start(num_tokens, part + 1, parts);
-        valid = save_tokens_ok(a, begin, end, writer);
-#pragma omp barrier
-        valid = valid && save_rows_kept(a, begin, end, writer);
-    }
+    static const token_passes passes = {save_tokens_ok, save_rows_kept};
+    int64_t *writer = writer_table(&a->state_cache);
+    int valid = writer && passes_on_threads(&passes, a, a->num_tokens, writer);
     free(writer);
     return valid;
 }
@@ -177,7 +192,8 @@ static int64_t v41_rope_row(int64_t p, int32_t ratio) { return ratio == 1 ? p : 
 /* Insert's tokens [begin, end): a token with a row has a valid position;
  * a closing one names a row of kv_cache and a row of cos_sin, and claims
  * its row. */
-static int insert_tokens_ok(const kvc_v41_insert_args *a, int64_t begin, int64_t end, int64_t *writer) {
+static int insert_tokens_ok(const void *args, int64_t begin, int64_t end, void *writer) {
+    const kvc_v41_insert_args *a = args;
     int64_t rows = a->kv_cache.num_pages * a->kv_cache.page_rows;
     for (int64_t t = begin; t < end; t++) {
         int64_t slot = a->slot_mapping[t], p = a->positions[t];
@@ -190,7 +206,8 @@ static int insert_tokens_ok(const kvc_v41_insert_args *a, int64_t begin, int64_t
     return 1;
 }
 
-static int insert_rows_kept(const kvc_v41_insert_args *a, int64_t begin, int64_t end, const int64_t *writer) {
+static int insert_rows_kept(const void *args, int64_t begin, int64_t end, void *writer) {
+    const kvc_v41_insert_args *a = args;
     for (int64_t t = begin; t < end; t++)
         if (a->slot_mapping[t] >= 0 && v41_closing(a->positions[t], a->compress_ratio) && !row_kept(writer, a->slot_mapping[t], t))
             return 0;
@@ -198,22 +215,9 @@ static int insert_rows_kept(const kvc_v41_insert_args *a, int64_t begin, int64_t
 }
 
 int opt_v41_insert_tokens_valid(const kvc_v41_insert_args *a) {
-    int64_t *writer = writer_table(&a->kv_cache), num_tokens = a->num_tokens;
-    if (!writer) return 0;
-    int threads = check_threads(num_tokens), valid = 1;
-    if (threads == 1) {   /* no team: even an inactive region costs a microsecond */
-        valid = insert_tokens_ok(a, 0, num_tokens, writer) && insert_rows_kept(a, 0, num_tokens, writer);
-        free(writer);
-        return valid;
-    }
-#pragma omp parallel num_threads(threads) reduction(&& : valid)
-    {
-        int parts = omp_get_num_threads(), part = omp_get_thread_num();
-        int64_t begin = range_start(num_tokens, part, parts), end = range_start(num_tokens, part + 1, parts);
-        valid = insert_tokens_ok(a, begin, end, writer);
-#pragma omp barrier
-        valid = valid && insert_rows_kept(a, begin, end, writer);
-    }
+    static const token_passes passes = {insert_tokens_ok, insert_rows_kept};
+    int64_t *writer = writer_table(&a->kv_cache);
+    int valid = writer && passes_on_threads(&passes, a, a->num_tokens, writer);
     free(writer);
     return valid;
 }
@@ -230,6 +234,11 @@ static int request_starts_ok(const kvc_v41_norm_args *a) {
     return 1;
 }
 
+/* Where norm's tokens claim: a ring block per request, a request per block. */
+typedef struct {
+    int64_t *request_block, *block_owner;
+} ring_claims;
+
 /* Norm's tokens [begin, end): a token with a row has a valid position;
  * at R = 2 the request metadata's per-token rules (a padding token past
  * the last request has no row; a token's request is the one
@@ -237,7 +246,9 @@ static int request_starts_ok(const kvc_v41_norm_args *a) {
  * lies in the ring cache at p mod CAP), each slotted token storing its
  * ring block as its request's and its request as the block's owner.  CAP
  * is a power of two (fields): mask and shift for % and /. */
-static int norm_tokens_ok(const kvc_v41_norm_args *a, int64_t begin, int64_t end, int64_t *request_block, int64_t *block_owner) {
+static int norm_tokens_ok(const void *args, int64_t begin, int64_t end, void *tables) {
+    const kvc_v41_norm_args *a = args;
+    ring_claims *claims = tables;
     if (a->compress_ratio == 1) {   /* no ring, no request metadata (they may be NULL) */
         for (int64_t t = begin; t < end; t++)
             if (a->slot_mapping[t] >= 0 && !position_ok(a->positions[t])) return 0;
@@ -258,8 +269,8 @@ static int norm_tokens_ok(const kvc_v41_norm_args *a, int64_t begin, int64_t end
         if (t > starts[r] && (a->positions[t - 1] == INT64_MAX || p != a->positions[t - 1] + 1)) return 0;
         if (slot < 0) continue;
         if (slot >= rows || (slot & (cap - 1)) != (p & (cap - 1))) return 0;
-        claim_row(request_block, r, slot >> cap_bits);
-        claim_row(block_owner, slot >> cap_bits, r);
+        claim_row(claims->request_block, r, slot >> cap_bits);
+        claim_row(claims->block_owner, slot >> cap_bits, r);
     }
     return 1;
 }
@@ -267,42 +278,28 @@ static int norm_tokens_ok(const kvc_v41_norm_args *a, int64_t begin, int64_t end
 /* After every store: each slotted token's request kept its block (one
  * block per request) and the block kept its request (one request per
  * block). */
-static int norm_blocks_kept(const kvc_v41_norm_args *a, int64_t begin, int64_t end, const int64_t *request_block,
-                            const int64_t *block_owner) {
+static int norm_blocks_kept(const void *args, int64_t begin, int64_t end, void *tables) {
+    const kvc_v41_norm_args *a = args;
+    const ring_claims *claims = tables;
     if (a->compress_ratio == 1) return 1;
     int64_t last = a->query_start_loc[a->num_requests];
     int cap_bits = __builtin_ctzll((unsigned long long)a->state_cache.page_rows);
     for (int64_t t = begin; t < end && t < last; t++) {
         int64_t slot = a->slot_mapping[t], r = a->token_to_req[t];
         if (slot < 0) continue;
-        if (!row_kept(request_block, r, slot >> cap_bits) || !row_kept(block_owner, slot >> cap_bits, r)) return 0;
+        if (!row_kept(claims->request_block, r, slot >> cap_bits) || !row_kept(claims->block_owner, slot >> cap_bits, r)) return 0;
     }
     return 1;
 }
 
 int opt_v41_norm_tokens_valid(const kvc_v41_norm_args *a) {
-    int64_t num_tokens = a->num_tokens;
+    static const token_passes passes = {norm_tokens_ok, norm_blocks_kept};
     if (a->compress_ratio == 2 && !request_starts_ok(a)) return 0;
     /* Entries no token stores are never read (as writer_table). */
     int64_t requests = a->compress_ratio == 2 ? a->num_requests : 0, pages = a->compress_ratio == 2 ? a->state_cache.num_pages : 0;
-    int64_t *request_block = malloc((size_t)(requests + 1) * sizeof(int64_t)), *block_owner = malloc((size_t)(pages + 1) * sizeof(int64_t));
-    int threads = check_threads(num_tokens), valid = 1;
-    if (!request_block || !block_owner) {
-        valid = 0;
-    } else if (threads == 1) {   /* no team: even an inactive region costs a microsecond */
-        valid = norm_tokens_ok(a, 0, num_tokens, request_block, block_owner) &&
-                norm_blocks_kept(a, 0, num_tokens, request_block, block_owner);
-    } else {
-#pragma omp parallel num_threads(threads) reduction(&& : valid)
-        {
-            int parts = omp_get_num_threads(), part = omp_get_thread_num();
-            int64_t begin = range_start(num_tokens, part, parts), end = range_start(num_tokens, part + 1, parts);
-            valid = norm_tokens_ok(a, begin, end, request_block, block_owner);
-#pragma omp barrier
-            valid = valid && norm_blocks_kept(a, begin, end, request_block, block_owner);
-        }
-    }
-    free(request_block);
-    free(block_owner);
+    ring_claims claims = {malloc((size_t)(requests + 1) * sizeof(int64_t)), malloc((size_t)(pages + 1) * sizeof(int64_t))};
+    int valid = claims.request_block && claims.block_owner && passes_on_threads(&passes, a, a->num_tokens, &claims);
+    free(claims.request_block);
+    free(claims.block_owner);
     return valid;
 }
