@@ -75,6 +75,15 @@ static int passes_on_threads(const token_passes *passes, const void *args, int64
     return valid;
 }
 
+/* The passes of a stage whose tokens claim rows of `cache` (one writer
+ * per row); 0 also when the table cannot be had. */
+static int passes_claiming_rows(const token_passes *passes, const void *args, int64_t num_tokens, const kvc_paged_cache *cache) {
+    int64_t *writer = writer_table(cache);
+    int valid = writer && passes_on_threads(passes, args, num_tokens, writer);
+    free(writer);
+    return valid;
+}
+
 /* Save's tokens [begin, end): the validator's checks, each row claimed. */
 static int save_tokens_ok(const void *args, int64_t begin, int64_t end, void *writer) {
     const kvc_v4_save_args *a = args;
@@ -97,10 +106,7 @@ static int save_rows_kept(const void *args, int64_t begin, int64_t end, void *wr
 
 int opt_v4_save_tokens_valid(const kvc_v4_save_args *a) {
     static const token_passes passes = {save_tokens_ok, save_rows_kept};
-    int64_t *writer = writer_table(&a->state_cache);
-    int valid = writer && passes_on_threads(&passes, a, a->num_tokens, writer);
-    free(writer);
-    return valid;
+    return passes_claiming_rows(&passes, a, a->num_tokens, &a->state_cache);
 }
 
 /* Every window entry of closing token t resolves through the block table
@@ -216,10 +222,7 @@ static int insert_rows_kept(const void *args, int64_t begin, int64_t end, void *
 
 int opt_v41_insert_tokens_valid(const kvc_v41_insert_args *a) {
     static const token_passes passes = {insert_tokens_ok, insert_rows_kept};
-    int64_t *writer = writer_table(&a->kv_cache);
-    int valid = writer && passes_on_threads(&passes, a, a->num_tokens, writer);
-    free(writer);
-    return valid;
+    return passes_claiming_rows(&passes, a, a->num_tokens, &a->kv_cache);
 }
 
 /* ---- V4.1 save_compress_norm ---- */
