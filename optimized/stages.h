@@ -95,6 +95,21 @@ static inline double opt_v41_norm_nanoseconds(int64_t tokens, int32_t ratio, int
 /* The inserts: every token a closing one at most, about 120 ns a row. */
 static inline double opt_v41_insert_nanoseconds(int64_t tokens) { return OPT_NANOSECONDS_PER_INSERTED_ROW * (double)tokens; }
 
+/* Light calls split their tokens statically: one contiguous range per
+ * thread, the same ranges in save_partial_states and compress, so that
+ * at decode a request's state rows are written and read again on one
+ * core, call after call, and stay in its L2.  Heavier calls keep
+ * dynamic or guided chunks, which even out threads that run slow.  On
+ * the 16-core Xeon (2026-12-02, session 5) static ranges in both stages
+ * took a 64-request D=128 decode from 0.025 ms to 0.016-0.017 at 16
+ * threads, but a 4096-token D=512 R=128 compress (~80 us a thread) from
+ * 0.150 ms to 0.187.  The split decides which thread computes a row,
+ * never how. */
+#define OPT_STATIC_SPLIT_NANOSECONDS 50000.0
+static inline int opt_split_statically(double nanoseconds, int threads) {
+    return nanoseconds <= OPT_STATIC_SPLIT_NANOSECONDS * threads;
+}
+
 /* Iterations per dynamic chunk for `count` items over `threads`: at
  * least 8 chunks per thread to even out the load (and for late-waking
  * threads), at most `largest` items per chunk. */

@@ -169,23 +169,36 @@ static void compress_token(const kvc_v4_compress_args *a, const int64_t *tokens,
     finish_token(a, tokens[i], pooled);
 }
 
-/* Many closing tokens: guided chunks of consecutive tokens, the first
- * ones about count / threads long (each thread walks its own stretch),
- * shrinking to one token at the end, so that
- * threads that start late or run slow leave no long tail (dynamic runs
- * of 16 R = 4 D = 512 tokens were ~100 us each, an eighth of a 16-thread
- * prefill).  One thread runs the loop with no team: starting even an
- * inactive parallel region costs about a microsecond.  Bit-identical at
- * any thread count and chunking: each token's row is pooled, normed and
- * stored by exactly one thread, with the reference's operations in the
+/* Many closing tokens: whole tokens to each thread.  Light calls
+ * (opt_split_statically) in one contiguous range per thread; others in
+ * guided chunks of consecutive tokens, the first ones about count /
+ * threads long, shrinking to one token at the end, so that threads that
+ * start late or run slow leave no long tail (dynamic runs of 16 R = 4
+ * D = 512 tokens were ~100 us each, an eighth of a 16-thread prefill).
+ * One thread runs the loop with no team: starting even an inactive
+ * parallel region costs about a microsecond.  Bit-identical at any
+ * thread count and split: each token's row is pooled, normed and stored
+ * by exactly one thread, with the reference's operations in the
  * reference's order. */
-static void compress_by_token(const kvc_v4_compress_args *a, const int64_t *tokens, int64_t count, int threads) {
+static void compress_by_token(const kvc_v4_compress_args *a, const int64_t *tokens, int64_t count, int threads, int statically) {
     if (threads == 1) {
         for (int64_t i = 0; i < count; i++) compress_token(a, tokens, i);
-        return;
-    }
+    } else if (statically) {
+#pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t i = 0; i < count; i++) compress_token(a, tokens, i);
+    } else {
 #pragma omp parallel for schedule(guided) num_threads(threads)
-    for (int64_t i = 0; i < count; i++) compress_token(a, tokens, i);
+        for (int64_t i = 0; i < count; i++) compress_token(a, tokens, i);
+    }
+}
+
+/* Steps 1-3 for the item-th (token, channel block) pair. */
+static void pool_pair(const kvc_v4_compress_args *a, const int64_t *tokens, int64_t item, float *pooled_rows) {
+    int blocks = a->head_dim / CHANNEL_BLOCK;
+    int64_t i = item / blocks;
+    window_rows window;
+    gather_window(a, tokens[i], &window);
+    pool_channel_block(&window, (int)(item % blocks) * CHANNEL_BLOCK, pooled_rows + i * a->head_dim);
 }
 
 /* Few closing tokens: the (token, channel block) pairs are spread over
@@ -194,25 +207,24 @@ static void compress_by_token(const kvc_v4_compress_args *a, const int64_t *toke
  * slice of a pooled row is written by exactly one thread (channels are
  * independent in steps 1-3), and the loop's barrier completes every row
  * before one thread norms it (step 4's sum in the canonical order).
- * Guided chunks of consecutive pairs (a token's blocks in order, so the
- * in-window prefetch of exp_pass fetches the thread's own next block).
- * Handed out one at a time, as before, a 64-request decode sent down this
- * path took 0.105 ms at 16 threads on the 16-core Xeon against 0.038
- * token by token: a pair is ~150 ns of work, likely less than the shared
- * counter's trips between cores.  In guided chunks a 16-request decode,
- * which takes this path, ran in 0.025 ms at 16 threads. */
+ * Consecutive pairs (a token's blocks in order, so the in-window
+ * prefetch of exp_pass fetches the thread's own next block): light
+ * calls one static range per thread, others guided chunks.  Handed out
+ * one at a time, as before, a 64-request decode sent down this path
+ * took 0.105 ms at 16 threads on the 16-core Xeon against 0.038 token by
+ * token: a pair is ~150 ns of work, likely less than the shared
+ * counter's trips between cores. */
 static void compress_by_channel_block(const kvc_v4_compress_args *a, const int64_t *tokens, int64_t count, int threads,
-                                      float *pooled_rows) {
-    int blocks = a->head_dim / CHANNEL_BLOCK;
+                                      int statically, float *pooled_rows) {
+    int64_t pairs = count * (a->head_dim / CHANNEL_BLOCK);
 #pragma omp parallel num_threads(threads)
     {
+        if (statically) {
+#pragma omp for schedule(static)
+            for (int64_t item = 0; item < pairs; item++) pool_pair(a, tokens, item, pooled_rows);
+        } else {
 #pragma omp for schedule(guided)
-        for (int64_t item = 0; item < count * blocks; item++) {
-            int64_t i = item / blocks;
-            int block = (int)(item % blocks);
-            window_rows window;
-            gather_window(a, tokens[i], &window);
-            pool_channel_block(&window, block * CHANNEL_BLOCK, pooled_rows + i * a->head_dim);
+            for (int64_t item = 0; item < pairs; item++) pool_pair(a, tokens, item, pooled_rows);
         }
 #pragma omp for schedule(static)
         for (int64_t i = 0; i < count; i++) finish_token(a, tokens[i], pooled_rows + i * a->head_dim);
@@ -234,13 +246,14 @@ int opt_v4_compress(const kvc_v4_compress_args *a, kvc_error *err) {
         return rc ? rc : kvc_fail(err, KVC_ERR_NOMEM, "out of memory for the closing-token list");
     }
     /* At least ~4 closing tokens of R = 4 D = 512 per thread (stages.h). */
-    int threads = opt_threads_for(opt_v4_compress_nanoseconds(count, a->compress_ratio, a->head_dim));
+    double nanoseconds = opt_v4_compress_nanoseconds(count, a->compress_ratio, a->head_dim);
+    int threads = opt_threads_for(nanoseconds), statically = opt_split_statically(nanoseconds, threads);
     if (count >= (int64_t)TOKENS_PER_THREAD_FOR_TOKEN_PARALLELISM * threads) {
-        compress_by_token(a, tokens, count, threads);
+        compress_by_token(a, tokens, count, threads, statically);
     } else if (count > 0) {
         float *pooled_rows = malloc((size_t)(count * a->head_dim) * sizeof *pooled_rows);
         if (!pooled_rows) { free(tokens); return kvc_fail(err, KVC_ERR_NOMEM, "out of memory for pooled rows"); }
-        compress_by_channel_block(a, tokens, count, threads, pooled_rows);
+        compress_by_channel_block(a, tokens, count, threads, statically, pooled_rows);
         free(pooled_rows);
     }
     free(tokens);

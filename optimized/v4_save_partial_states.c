@@ -73,15 +73,21 @@ int opt_v4_save_partial_states(const kvc_v4_save_args *a, kvc_error *err) {
     /* At least ~200 KB of rows read and written per thread (stages.h).
      * Bit-identical at any thread count: each state row is written by
      * exactly one thread (section 8 rejects two tokens naming one slot). */
-    int threads = opt_threads_for(opt_v4_save_nanoseconds(a->num_tokens, width));
+    double nanoseconds = opt_v4_save_nanoseconds(a->num_tokens, width);
+    int threads = opt_threads_for(nanoseconds);
     /* One thread stores every row with no team: starting even an inactive
      * parallel region costs about a microsecond (a decode's save is 64
-     * rows).  Otherwise dynamic chunks of consecutive tokens, at least 8
-     * per thread: with one fixed range per thread the 16-thread save
-     * waited for its slowest range (0.74-0.81 ms against 0.54-0.56 on the
-     * Xeon). */
+     * rows).  A light call (a decode's) gives each thread one contiguous
+     * range, as compress does, so a request's fresh row is in the cache
+     * of the core that pools it (stages.h).  Otherwise dynamic chunks of
+     * consecutive tokens, at least 8 per thread: with one fixed range per
+     * thread the 16-thread 8192-token save waited for its slowest range
+     * (0.74-0.81 ms against 0.54-0.56 on the Xeon). */
     if (threads == 1) {
         save_tokens(a, 0, a->num_tokens, width, large_batch);
+    } else if (opt_split_statically(nanoseconds, threads)) {
+#pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t t = 0; t < a->num_tokens; t++) save_tokens(a, t, t + 1, width, large_batch);
     } else {
         int64_t chunk = opt_chunk_for(a->num_tokens, threads, 64), chunks = (a->num_tokens + chunk - 1) / chunk;
 #pragma omp parallel for schedule(dynamic) num_threads(threads)

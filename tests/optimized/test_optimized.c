@@ -888,6 +888,23 @@ Test(optimized, spinning_threads_take_smaller_calls) {
     opt_nanoseconds_per_wake = saved_wake;
 }
 
+/* Light calls split statically, the same ranges in save and compress
+ * (a decode's requests stay on one core); heavier ones keep chunks that
+ * even out slow threads.  The bench's shapes on 16 threads: both stages
+ * of a 64-request V4 decode are light, as is a 96-token D=128 compress;
+ * a 4096-token D=512 R=128 compress (32 closing tokens, ~80 us a thread)
+ * and the 8192-token save and prefills are not. */
+Test(optimized, light_calls_split_statically) {
+    cr_expect(opt_split_statically(opt_v4_compress_nanoseconds(64, 4, 512), 16));
+    cr_expect(opt_split_statically(opt_v4_save_nanoseconds(64, 2 * 512), 16));
+    cr_expect(opt_split_statically(opt_v4_compress_nanoseconds(96 / 4, 4, 128), 16));
+    cr_expect_not(opt_split_statically(opt_v4_compress_nanoseconds(4096 / 128, 128, 512), 16));
+    cr_expect_not(opt_split_statically(opt_v4_save_nanoseconds(8192, 2 * 512), 16));
+    cr_expect_not(opt_split_statically(opt_v4_compress_nanoseconds(8192 / 4, 4, 512), 16));
+    /* The same decode on 2 threads: compress is heavy enough for chunks. */
+    cr_expect_not(opt_split_statically(opt_v4_compress_nanoseconds(64, 4, 512), 2));
+}
+
 /* ---- Replay of the shared spec cases through "opt" ------------------------ */
 
 static void replay_spec_cases(int64_t page_padding) {
