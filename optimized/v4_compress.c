@@ -20,9 +20,14 @@
 #define MAX_WINDOW 128      /* coff * R: 8 for R = 4, 128 for R = 128 */
 #define MAX_HEAD_DIM 512
 #define CHANNEL_BLOCK 32   /* channels pooled together: two zmm registers */
-/* Below this many closing tokens per thread, blocks of channels are
- * spread over the threads instead of whole tokens. */
-#define TOKENS_PER_THREAD_FOR_TOKEN_PARALLELISM 4
+/* Whole tokens go to the threads when the busiest thread gets at most
+ * 5/4 of an even share (ceil(count / threads) <= 1.25 count / threads:
+ * any count from 4 per thread on, and exact multiples such as 32 R = 128
+ * tokens on 16 threads); otherwise blocks of channels are spread. */
+static int tokens_split_evenly(int64_t count, int threads) {
+    int64_t busiest = (count + threads - 1) / threads;
+    return count >= threads && 4 * busiest * threads <= 5 * count;
+}
 
 /* The valid window entries of one closing token, in increasing w: where
  * each entry's kv and score columns [h, h + D) start. */
@@ -248,7 +253,7 @@ int opt_v4_compress(const kvc_v4_compress_args *a, kvc_error *err) {
     /* At least ~4 closing tokens of R = 4 D = 512 per thread (stages.h). */
     double nanoseconds = opt_v4_compress_nanoseconds(count, a->compress_ratio, a->head_dim);
     int threads = opt_threads_for(nanoseconds), statically = opt_split_statically(nanoseconds, threads);
-    if (count >= (int64_t)TOKENS_PER_THREAD_FOR_TOKEN_PARALLELISM * threads) {
+    if (tokens_split_evenly(count, threads)) {
         compress_by_token(a, tokens, count, threads, statically);
     } else if (count > 0) {
         float *pooled_rows = malloc((size_t)(count * a->head_dim) * sizeof *pooled_rows);
