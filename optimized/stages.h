@@ -103,11 +103,13 @@ static inline double opt_v41_insert_nanoseconds(int64_t tokens) { return OPT_NAN
  * the 16-core Xeon (2026-12-02, session 5) static ranges in both stages
  * took a 64-request D=128 decode from 0.025 ms to 0.016-0.017 at 16
  * threads, but a 4096-token D=512 R=128 compress (~80 us a thread) from
- * 0.150 ms to 0.187.  The split decides which thread computes a row,
- * never how. */
+ * 0.150 ms to 0.187.  Sleeping (passive) teams never split statically:
+ * their threads are woken one by one, and the last one's range would end
+ * the call 5-12 us per thread late.  The split decides which thread
+ * computes a row, never how. */
 #define OPT_STATIC_SPLIT_NANOSECONDS 50000.0
 static inline int opt_split_statically(double nanoseconds, int threads) {
-    return nanoseconds <= OPT_STATIC_SPLIT_NANOSECONDS * threads;
+    return opt_nanoseconds_per_wake <= 0 && nanoseconds <= OPT_STATIC_SPLIT_NANOSECONDS * threads;
 }
 
 /* Iterations per dynamic chunk for `count` items over `threads`: at

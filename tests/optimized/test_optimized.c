@@ -890,11 +890,14 @@ Test(optimized, spinning_threads_take_smaller_calls) {
 
 /* Light calls split statically, the same ranges in save and compress
  * (a decode's requests stay on one core); heavier ones keep chunks that
- * even out slow threads.  The bench's shapes on 16 threads: both stages
+ * even out slow threads; sleeping (passive) teams always take chunks.
+ * The bench's shapes on 16 spinning threads: both stages
  * of a 64-request V4 decode are light, as is a 96-token D=128 compress;
  * a 4096-token D=512 R=128 compress (32 closing tokens, ~80 us a thread)
  * and the 8192-token save and prefills are not. */
 Test(optimized, light_calls_split_statically) {
+    double saved_wake = opt_nanoseconds_per_wake;
+    opt_nanoseconds_per_wake = opt_wake_cost_for_policy(NULL);
     cr_expect(opt_split_statically(opt_v4_compress_nanoseconds(64, 4, 512), 16));
     cr_expect(opt_split_statically(opt_v4_save_nanoseconds(64, 2 * 512), 16));
     cr_expect(opt_split_statically(opt_v4_compress_nanoseconds(96 / 4, 4, 128), 16));
@@ -903,6 +906,11 @@ Test(optimized, light_calls_split_statically) {
     cr_expect_not(opt_split_statically(opt_v4_compress_nanoseconds(8192 / 4, 4, 512), 16));
     /* The same decode on 2 threads: compress is heavy enough for chunks. */
     cr_expect_not(opt_split_statically(opt_v4_compress_nanoseconds(64, 4, 512), 2));
+    /* Sleeping threads wake one by one: the last range would end late. */
+    opt_nanoseconds_per_wake = opt_wake_cost_for_policy("passive");
+    cr_expect_not(opt_split_statically(opt_v4_compress_nanoseconds(64, 4, 512), 16));
+    cr_expect_not(opt_split_statically(opt_v4_save_nanoseconds(64, 2 * 512), 16));
+    opt_nanoseconds_per_wake = saved_wake;
 }
 
 /* ---- Replay of the shared spec cases through "opt" ------------------------ */
