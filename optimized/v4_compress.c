@@ -160,17 +160,47 @@ static void finish_token(const kvc_v4_compress_args *a, int64_t t, const float *
     else store_indexer(a, t, normed);
 }
 
-/* Steps 1-9 for the i-th of the closing tokens.  No window is fetched a
- * token ahead: on the 16-core Xeon of issue 20 (2026-12-02, session 4)
- * fetching the next R = 4 window's 512 lines in one burst, or spread over
- * this token's channel blocks, made the D = 512 R = 4 prefill 8-20% and
- * the 64-request decode 2-20% slower than the hardware prefetchers with
- * the in-window prefetch of exp_pass alone. */
-static void compress_token(const kvc_v4_compress_args *a, const int64_t *tokens, int64_t i) {
-    window_rows window;
+/* 1 when closing token i + 1 is the next closing token of the same
+ * request at R = 4: its window's last R entries are then its own group
+ * of rows (second halves), which no earlier token read; the first R are
+ * token i's group, first halves, in the pages token i reads. */
+static int next_token_adds_a_group(const kvc_v4_compress_args *a, const int64_t *tokens, int64_t i, int64_t count) {
+    if (a->compress_ratio != 4 || i + 1 >= count) return 0;
+    int64_t t = tokens[i], u = tokens[i + 1];
+    return a->token_to_req[u] == a->token_to_req[t] && a->positions[u] == a->positions[t] + 4;
+}
+
+/* Steps 1-9 for the i-th of the closing tokens.  In a prefill the next
+ * closing token's new group of rows (16 KiB at D = 512, in a page of
+ * its own when blocks are shuffled) is fetched into L2 one channel block
+ * per block of this token, 16 lines at a time; the hardware prefetchers
+ * do not cross to that page.  On the 2-core EPYC VM (2026-12-02, session
+ * 5) D = 512 R = 4 prefill took 5.7-6.2 ms against 6.5-8.2 at one thread,
+ * D = 128 R = 4 1.3-1.4 against 1.7-2.3; on the 16-core Xeon 7.7-9.0
+ * against 8.2-9.9 at one thread and 4.2-5.3 against 4.4-5.6 at two, even
+ * from four.  A decode's next token is another request's: nothing is
+ * fetched (its window was 5% slower with the fetch).  In session 4
+ * fetching the whole next window, 512 lines in one burst or spread like
+ * this, was 8-20% slower on the Xeon.  (GCC 12 dropped these prefetches
+ * when they sat in a helper looping from entries - min(entries, 4): keep
+ * them in this loop and check the assembly after a change.)  Prefetches
+ * change no bit. */
+static void compress_token(const kvc_v4_compress_args *a, const int64_t *tokens, int64_t i, int64_t count) {
+    window_rows window, next;
     float pooled[MAX_HEAD_DIM];
     gather_window(a, tokens[i], &window);
-    for (int d = 0; d < a->head_dim; d += CHANNEL_BLOCK) pool_channel_block(&window, d, pooled);
+    int fetch_next_group = next_token_adds_a_group(a, tokens, i, count);
+    if (fetch_next_group) gather_window(a, tokens[i + 1], &next);
+    for (int d = 0; d < a->head_dim; d += CHANNEL_BLOCK) {
+        if (fetch_next_group)
+            for (int e = next.entries - 4; e < next.entries; e++) {
+                _mm_prefetch((const char *)(next.kv[e] + d), _MM_HINT_T1);
+                _mm_prefetch((const char *)(next.kv[e] + d + 16), _MM_HINT_T1);
+                _mm_prefetch((const char *)(next.score[e] + d), _MM_HINT_T1);
+                _mm_prefetch((const char *)(next.score[e] + d + 16), _MM_HINT_T1);
+            }
+        pool_channel_block(&window, d, pooled);
+    }
     finish_token(a, tokens[i], pooled);
 }
 
@@ -187,13 +217,13 @@ static void compress_token(const kvc_v4_compress_args *a, const int64_t *tokens,
  * reference's order. */
 static void compress_by_token(const kvc_v4_compress_args *a, const int64_t *tokens, int64_t count, int threads, int statically) {
     if (threads == 1) {
-        for (int64_t i = 0; i < count; i++) compress_token(a, tokens, i);
+        for (int64_t i = 0; i < count; i++) compress_token(a, tokens, i, count);
     } else if (statically) {
 #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t i = 0; i < count; i++) compress_token(a, tokens, i);
+        for (int64_t i = 0; i < count; i++) compress_token(a, tokens, i, count);
     } else {
 #pragma omp parallel for schedule(guided) num_threads(threads)
-        for (int64_t i = 0; i < count; i++) compress_token(a, tokens, i);
+        for (int64_t i = 0; i < count; i++) compress_token(a, tokens, i, count);
     }
 }
 
