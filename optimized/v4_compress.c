@@ -35,6 +35,7 @@ typedef struct {
     const float *kv[MAX_WINDOW];
     const float *score[MAX_WINDOW];
     int entries;
+    int prefetch_distance;   /* channels between the block in use and the one fetched */
 } window_rows;
 
 /* The window's state rows, walked block by block: one division per
@@ -48,6 +49,16 @@ static void gather_window(const kvc_v4_compress_args *a, int64_t t, window_rows 
     int64_t first_w = window_size - 1 - p > 0 ? window_size - 1 - p : 0;   /* entries with q < 0 are skipped */
     int64_t q = p - window_size + 1 + first_w, column = q / block_size, row = q % block_size;
     window->entries = 0;
+    /* How far ahead exp_pass fetches: one block at R = 128 (128 entries, a
+     * few microseconds a block); two at R = 4, whose 8 entries take ~70 ns
+     * a block on the EPYC VM, less than a miss, with block 1 fetched as the
+     * token starts (compress_token).  On the 2-core EPYC VM (2026-12-02,
+     * session 6, one thread, three runs in one command each) D = 512 R = 4
+     * prefill took 5.46-6.78 ms against 6.58-7.90 with one block ahead,
+     * D = 128 R = 4 1.49-1.81 against 1.54-2.07; three or four blocks ahead
+     * were slower than two.  On the 16-core Xeon both prefills and the
+     * decodes moved by at most 5%, either way, at 1-16 threads. */
+    window->prefetch_distance = (ratio == 4 ? 2 : 1) * CHANNEL_BLOCK;
     for (int64_t w = first_w; w < window_size; w++) {
         const float *page = (const float *)((const uint8_t *)a->state_cache.data + block_row[column] * a->state_cache.page_stride);
         const float *state_row = page + row * row_floats;
@@ -68,13 +79,16 @@ static inline __attribute__((always_inline)) void exp_pass(const window_rows *wi
     __m512 denom_low = _mm512_setzero_ps(), denom_high = _mm512_setzero_ps();
     __m512 acc_low = _mm512_setzero_ps(), acc_high = _mm512_setzero_ps();
     for (int e = 0; e < window->entries; e++) {
-        /* The next block of this row goes to L2 while this one computes:
+        /* A later block of this row goes to L2 while this one computes:
          * the 128 rows of an R = 128 window are too many streams for the
-         * hardware prefetcher.  (Prefetches never fault.) */
-        _mm_prefetch((const char *)(window->score[e] + d + CHANNEL_BLOCK), _MM_HINT_T1);
-        _mm_prefetch((const char *)(window->score[e] + d + CHANNEL_BLOCK + 16), _MM_HINT_T1);
-        _mm_prefetch((const char *)(window->kv[e] + d + CHANNEL_BLOCK), _MM_HINT_T1);
-        _mm_prefetch((const char *)(window->kv[e] + d + CHANNEL_BLOCK + 16), _MM_HINT_T1);
+         * hardware prefetcher, and a block of an R = 4 window is too
+         * short to cover a miss (prefetch_distance).  (Prefetches never
+         * fault.) */
+        int ahead = window->prefetch_distance;
+        _mm_prefetch((const char *)(window->score[e] + d + ahead), _MM_HINT_T1);
+        _mm_prefetch((const char *)(window->score[e] + d + ahead + 16), _MM_HINT_T1);
+        _mm_prefetch((const char *)(window->kv[e] + d + ahead), _MM_HINT_T1);
+        _mm_prefetch((const char *)(window->kv[e] + d + ahead + 16), _MM_HINT_T1);
         __m512 x_low = _mm512_sub_ps(_mm512_load_ps(scores + e * CHANNEL_BLOCK), max_low);
         __m512 x_high = _mm512_sub_ps(_mm512_load_ps(scores + e * CHANNEL_BLOCK + 16), max_high);
         __m512 weight_low = in_range ? opt_exp16_in_range(x_low) : opt_exp16(x_low);
@@ -191,6 +205,13 @@ static void compress_token(const kvc_v4_compress_args *a, const int64_t *tokens,
     gather_window(a, tokens[i], &window);
     int fetch_next_group = next_token_adds_a_group(a, tokens, i, count);
     if (fetch_next_group) gather_window(a, tokens[i + 1], &next);
+    /* The blocks before the first that exp_pass fetches (block 1 at
+     * R = 4). */
+    for (int e = 0; e < window.entries; e++)
+        for (int d = CHANNEL_BLOCK; d < window.prefetch_distance; d += 16) {
+            _mm_prefetch((const char *)(window.kv[e] + d), _MM_HINT_T1);
+            _mm_prefetch((const char *)(window.score[e] + d), _MM_HINT_T1);
+        }
     for (int d = 0; d < a->head_dim; d += CHANNEL_BLOCK) {
         if (fetch_next_group)
             for (int e = next.entries - 4; e < next.entries; e++) {
