@@ -35,7 +35,7 @@ typedef struct {
     const float *kv[MAX_WINDOW];
     const float *score[MAX_WINDOW];
     int entries;
-    int prefetch_distance;   /* channels between the block in use and the one fetched */
+    int prefetch_distance;   /* channels from the block in use to the one exp_pass fetches */
 } window_rows;
 
 /* The window's state rows, walked block by block: one division per
@@ -49,16 +49,7 @@ static void gather_window(const kvc_v4_compress_args *a, int64_t t, window_rows 
     int64_t first_w = window_size - 1 - p > 0 ? window_size - 1 - p : 0;   /* entries with q < 0 are skipped */
     int64_t q = p - window_size + 1 + first_w, column = q / block_size, row = q % block_size;
     window->entries = 0;
-    /* How far ahead exp_pass fetches: one block at R = 128 (128 entries, a
-     * few microseconds a block); two at R = 4, whose 8 entries take ~70 ns
-     * a block on the EPYC VM, less than a miss, with block 1 fetched as the
-     * token starts (compress_token).  On the 2-core EPYC VM (2026-12-02,
-     * session 6, one thread, three runs in one command each) D = 512 R = 4
-     * prefill took 5.46-6.78 ms against 6.58-7.90 with one block ahead,
-     * D = 128 R = 4 1.49-1.81 against 1.54-2.07; three or four blocks ahead
-     * were slower than two.  On the 16-core Xeon both prefills and the
-     * decodes moved by at most 5%, either way, at 1-16 threads. */
-    window->prefetch_distance = (ratio == 4 ? 2 : 1) * CHANNEL_BLOCK;
+    window->prefetch_distance = CHANNEL_BLOCK;
     for (int64_t w = first_w; w < window_size; w++) {
         const float *page = (const float *)((const uint8_t *)a->state_cache.data + block_row[column] * a->state_cache.page_stride);
         const float *state_row = page + row * row_floats;
@@ -81,9 +72,7 @@ static inline __attribute__((always_inline)) void exp_pass(const window_rows *wi
     for (int e = 0; e < window->entries; e++) {
         /* A later block of this row goes to L2 while this one computes:
          * the 128 rows of an R = 128 window are too many streams for the
-         * hardware prefetcher, and a block of an R = 4 window is too
-         * short to cover a miss (prefetch_distance).  (Prefetches never
-         * fault.) */
+         * hardware prefetcher.  (Prefetches never fault.) */
         int ahead = window->prefetch_distance;
         _mm_prefetch((const char *)(window->score[e] + d + ahead), _MM_HINT_T1);
         _mm_prefetch((const char *)(window->score[e] + d + ahead + 16), _MM_HINT_T1);
@@ -195,19 +184,28 @@ static int next_token_adds_a_group(const kvc_v4_compress_args *a, const int64_t 
  * from four.  A decode's next token is another request's: nothing is
  * fetched (its window was 5% slower with the fetch).  In session 4
  * fetching the whole next window, 512 lines in one burst or spread like
- * this, was 8-20% slower on the Xeon.  (GCC 12 dropped these prefetches
- * when they sat in a helper looping from entries - min(entries, 4): keep
- * them in this loop and check the assembly after a change.)  Prefetches
- * change no bit. */
+ * this, was 8-20% slower on the Xeon.  In a prefill exp_pass also
+ * fetches two blocks ahead in the window instead of one (an R = 4 block
+ * is 8 entries, ~70 ns of exps on the EPYC VM, less than a miss), block
+ * 1 as the token starts: on the 2-core EPYC VM (2026-12-02, session 6,
+ * one thread, three runs in one command) D = 512 R = 4 prefill took
+ * 5.17-6.29 ms against 5.80-6.88, D = 128 R = 4 1.31-1.80 against
+ * 1.32-1.81; three or four blocks ahead were slower than two, and
+ * decodes were 0-5% slower with it; on the 16-core Xeon the prefills
+ * moved by at most 5%, either way, at 1-16 threads.  (GCC 12 dropped
+ * the next group's prefetches when they sat in a helper looping from
+ * entries - min(entries, 4): keep them in this loop and check the
+ * assembly after a change.)  Prefetches change no bit. */
 static void compress_token(const kvc_v4_compress_args *a, const int64_t *tokens, int64_t i, int64_t count) {
     window_rows window, next;
     float pooled[MAX_HEAD_DIM];
     gather_window(a, tokens[i], &window);
     int fetch_next_group = next_token_adds_a_group(a, tokens, i, count);
-    if (fetch_next_group) gather_window(a, tokens[i + 1], &next);
-    /* The blocks before the first that exp_pass fetches (block 1 at
-     * R = 4). */
-    for (int e = 0; e < window.entries; e++)
+    if (fetch_next_group) {
+        gather_window(a, tokens[i + 1], &next);
+        window.prefetch_distance = 2 * CHANNEL_BLOCK;
+    }
+    for (int e = 0; e < window.entries; e++)   /* the blocks before the first that exp_pass fetches */
         for (int d = CHANNEL_BLOCK; d < window.prefetch_distance; d += 16) {
             _mm_prefetch((const char *)(window.kv[e] + d), _MM_HINT_T1);
             _mm_prefetch((const char *)(window.score[e] + d), _MM_HINT_T1);
