@@ -98,6 +98,10 @@ deps-test:
 deps-python:
 	@bash tools/deps.sh $(PYTHON_PACKAGES)
 
+# The dispatch (optimized/backend.c) asks the CPU before any wide
+# instruction runs: it is compiled for the baseline ISA, never with the
+# AVX-512 flags (GCC may emit EVEX code anywhere in a file built with them).
+$(BUILD)/obj/optimized/backend.o $(BUILD)/asan/optimized/backend.o: AVX512_FLAGS :=
 $(BUILD)/obj/optimized/%.o: optimized/%.c
 	@mkdir -p $(dir $@)
 	$(Q)$(call say,CC,$<)$(CC) $(STD_FLAGS) $(OPT_FLAGS) -fPIC $(INCLUDES) $(AVX512_FLAGS) -MMD -c $< -o $@
