@@ -33,13 +33,23 @@ SHARED ?=
 # Debian packages, by what needs them: building kvcmp and `make fuzz`;
 # the test suite's tools on top; the Python package and its tests.
 # make deps installs all three (what make test needs).
-BUILD_PACKAGES := gcc make pkg-config libmpfr-dev libgmp-dev libcjson-dev
+BUILD_PACKAGES := gcc make pkg-config libmpfr-dev libgmp-dev libcjson-dev libsimde-dev
 TEST_PACKAGES := $(BUILD_PACKAGES) g++ libcriterion-dev gcovr clang
 PYTHON_PACKAGES := python3 python3-numpy python3-pytest python3-torch python3-yaml python3-venv python3-setuptools python3-pip
 DEBIAN_PACKAGES := $(TEST_PACKAGES) $(PYTHON_PACKAGES)
 STD_FLAGS := -std=c17 -D_GNU_SOURCE -g -Wall -Wextra -fno-fast-math -ffp-contract=off -fopenmp
 OPT_FLAGS ?= -O2
+# The optimized kernels are compiled once per ISA (optimized/isa.h): the
+# AVX-512 objects in .../optimized/avx512/, the AVX2 + FMA ones (SIMDe's
+# emulation of the same intrinsics, libsimde-dev) in .../optimized/avx2/.
+# No other object may hold an EVEX instruction (make evex-check).  On a
+# host that is not x86-64 (make check-aarch64) no kernel is built and the
+# optimized backend reports itself unavailable.
 AVX512_FLAGS := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma
+ISA_FLAGS_avx512 := $(AVX512_FLAGS) -DKVCMP_ISA_AVX512 -include optimized/isa.h
+ISA_FLAGS_avx2 := -mavx2 -mfma -Wno-psabi -DKVCMP_ISA_AVX2 -include optimized/isa.h
+TARGET_ARCH_NAME ?= $(shell $(CC) -dumpmachine 2>/dev/null | cut -d- -f1)
+OPT_ISAS := $(if $(filter x86_64,$(TARGET_ARCH_NAME)),avx512 avx2)
 LIBS := -lmpfr -lgmp -lcjson -lm -ldl -fopenmp
 SANITIZE := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 # Optimisation of the sanitized test objects (make coverage builds them at
@@ -49,9 +59,13 @@ TEST_OPT_FLAGS := -O1
 COMMON_SRC := $(wildcard common/*.c)
 REFERENCE_SRC := $(wildcard reference/*.c)
 OPTIMIZED_SRC := $(wildcard optimized/*.c)
+# Compiled once, for the baseline ISA: the dispatch and the token checks.
+OPT_BASELINE_SRC := optimized/backend.c optimized/validate_tokens.c
+# Compiled once per ISA in OPT_ISAS.
+OPT_KERNEL_SRC := $(filter-out $(OPT_BASELINE_SRC),$(OPTIMIZED_SRC))
 HARNESS_SRC := $(filter-out harness/mutants/%,$(wildcard harness/*/*.c))
 # libkvcmp: everything but the front ends (cli/, python/, fuzz/).
-LIB_SRC := $(COMMON_SRC) $(REFERENCE_SRC) $(OPTIMIZED_SRC) $(HARNESS_SRC)
+LIB_SRC := $(COMMON_SRC) $(REFERENCE_SRC) $(OPT_BASELINE_SRC) $(HARNESS_SRC)
 TEST_SRC := $(wildcard tests/*/test_*.c)
 PUBLIC_HEADERS := $(wildcard include/kvcmp/*.h)
 # Sources include public headers as "kvcmp/NAME.h" and internal ones by
@@ -85,6 +99,9 @@ endif
 # Release objects in $(BUILD)/obj (position-independent: the same objects
 # make libkvcmp.a and libkvcmp.so), sanitized test objects in $(BUILD)/asan.
 obj = $(patsubst %.c,$(BUILD)/$(1)/%.o,$(2))
+# The library's objects of kind $(1) (obj or asan): LIB_SRC's and the
+# kernels once per ISA.
+lib_obj = $(call obj,$(1),$(LIB_SRC)) $(foreach isa,$(OPT_ISAS),$(patsubst optimized/%.c,$(BUILD)/$(1)/optimized/$(isa)/%.o,$(OPT_KERNEL_SRC)))
 
 .PHONY: all deps deps-build deps-test deps-python test fuzz exhaustive bench clean lib install uninstall help
 all: $(BUILD)/kvcmp lib
@@ -98,19 +115,18 @@ deps-test:
 deps-python:
 	@bash tools/deps.sh $(PYTHON_PACKAGES)
 
-# The dispatch (optimized/backend.c) asks the CPU before any wide
-# instruction runs: it is compiled for the baseline ISA, never with the
-# AVX-512 flags (GCC may emit EVEX code anywhere in a file built with them).
-$(BUILD)/obj/optimized/backend.o $(BUILD)/asan/optimized/backend.o: AVX512_FLAGS :=
-$(BUILD)/obj/optimized/%.o: optimized/%.c
-	@mkdir -p $(dir $@)
-	$(Q)$(call say,CC,$<)$(CC) $(STD_FLAGS) $(OPT_FLAGS) -fPIC $(INCLUDES) $(AVX512_FLAGS) -MMD -c $< -o $@
+define kernel_rules
+$(BUILD)/obj/optimized/$(1)/%.o: optimized/%.c
+	@mkdir -p $$(dir $$@)
+	$$(Q)$$(call say,CC,$$<[$(1)])$$(CC) $$(STD_FLAGS) $$(OPT_FLAGS) -fPIC $$(INCLUDES) $$(ISA_FLAGS_$(1)) -MMD -c $$< -o $$@
+$(BUILD)/asan/optimized/$(1)/%.o: optimized/%.c
+	@mkdir -p $$(dir $$@)
+	$$(Q)$$(call say,CC,$$<[$(1)])$$(CC) $$(STD_FLAGS) $$(TEST_OPT_FLAGS) $$(SANITIZE) $$(INCLUDES) $$(ISA_FLAGS_$(1)) -MMD -c $$< -o $$@
+endef
+$(foreach isa,$(OPT_ISAS),$(eval $(call kernel_rules,$(isa))))
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(Q)$(call say,CC,$<)$(CC) $(STD_FLAGS) $(OPT_FLAGS) -fPIC $(INCLUDES) -MMD -c $< -o $@
-$(BUILD)/asan/optimized/%.o: optimized/%.c
-	@mkdir -p $(dir $@)
-	$(Q)$(call say,CC,$<)$(CC) $(STD_FLAGS) $(TEST_OPT_FLAGS) $(SANITIZE) $(INCLUDES) $(AVX512_FLAGS) -MMD -c $< -o $@
 # The exhaustive 2^32 loops of the format tests are pure arithmetic that
 # the sanitizers cannot improve on; they build optimised to stay fast.
 $(BUILD)/asan/tests/formats/test_formats.o: tests/formats/test_formats.c
@@ -122,15 +138,15 @@ $(BUILD)/asan/%.o: %.c
 
 # The library.  The shared one exports only what include/kvcmp/ declares
 # (tools/export_map.sh writes the version script from the headers).
-$(BUILD)/libkvcmp.a: $(call obj,obj,$(LIB_SRC))
+$(BUILD)/libkvcmp.a: $(call lib_obj,obj)
 	$(Q)$(call say,AR,$@)rm -f $@ && ar rcs $@ $^
-$(BUILD)/asan/libkvcmp.a: $(call obj,asan,$(LIB_SRC))
+$(BUILD)/asan/libkvcmp.a: $(call lib_obj,asan)
 	$(Q)$(call say,AR,$@)rm -f $@ && ar rcs $@ $^
 $(BUILD)/libkvcmp.map: $(PUBLIC_HEADERS) tools/export_map.sh
 	$(Q)bash tools/export_map.sh $(PUBLIC_HEADERS) > $@
-$(BUILD)/libkvcmp.so.$(KVCMP_VERSION): $(call obj,obj,$(LIB_SRC)) $(BUILD)/libkvcmp.map
+$(BUILD)/libkvcmp.so.$(KVCMP_VERSION): $(call lib_obj,obj) $(BUILD)/libkvcmp.map
 	$(Q)$(call say,LD,$@)$(CC) $(STD_FLAGS) -shared -Wl,-soname,libkvcmp.so.$(KVCMP_SOVERSION) \
-	  -Wl,--version-script=$(BUILD)/libkvcmp.map $(call obj,obj,$(LIB_SRC)) -o $@ $(LIBS)
+	  -Wl,--version-script=$(BUILD)/libkvcmp.map $(call lib_obj,obj) -o $@ $(LIBS)
 $(BUILD)/libkvcmp.so: $(BUILD)/libkvcmp.so.$(KVCMP_VERSION)
 	$(Q)ln -sf libkvcmp.so.$(KVCMP_VERSION) $(BUILD)/libkvcmp.so.$(KVCMP_SOVERSION) && ln -sf libkvcmp.so.$(KVCMP_SOVERSION) $@
 lib: $(BUILD)/libkvcmp.a $(BUILD)/libkvcmp.so

@@ -1,20 +1,17 @@
-/* The optimized backend table, offered only on a CPU with the AVX-512
- * subsets its files are compiled for. */
+/* The optimized backend's dispatch: which ISA's kernels run (kit.h).
+ * Compiled for the baseline ISA, never with AVX-512 or AVX2 flags, so
+ * that nothing here executes a wide instruction before the CPU has been
+ * asked (GCC may use them anywhere in a file compiled with them, even
+ * inside the CPU check). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <strings.h>
 
+#include "optimized/kit.h"
 #include "optimized/optimized.h"
 #include "optimized/stages.h"
-
-static const kvc_backend optimized_backend = {
-    .name = "opt",
-    .v4_save_partial_states = opt_v4_save_partial_states,
-    .v4_compress = opt_v4_compress,
-    .v41_save_compress_norm = opt_v41_save_compress_norm,
-    .v41_rope_quant_insert = opt_v41_rope_quant_insert,
-    .v41_rope_plain_insert = opt_v41_rope_plain_insert,
-};
+#include "optimized/vector_arrays.h"
 
 double opt_nanoseconds_per_thread = OPT_NANOSECONDS_PER_THREAD;
 double opt_nanoseconds_per_wake = OPT_NANOSECONDS_PER_WAKE;
@@ -35,20 +32,149 @@ __attribute__((constructor)) static void thread_rule_for_the_wait_policy(void) {
 void kvc_optimized_set_thread_work(double nanoseconds) { opt_nanoseconds_per_thread = nanoseconds; }
 double kvc_optimized_thread_work(void) { return opt_nanoseconds_per_thread; }
 
-const kvc_backend *kvc_optimized_backend_get(char *error, size_t error_size) {
-    /* Checked before any AVX-512 instruction runs: this file only
-     * dispatches, the stages execute the wide instructions. */
+/* ---- the paths, best first ---- */
+
+typedef struct {
+    const char *isa;
+    const char *const *features; /* what the CPU must have, NULL-terminated */
+    const opt_kit *kit;          /* NULL: not built for this architecture */
+} opt_path;
+
+static const char *const avx512_features[] = {"avx512f", "avx512bw", "avx512vl", "avx512dq", "fma", NULL};
+static const char *const avx2_features[] = {"avx2", "fma", NULL};
+#if defined(__x86_64__)
+#define KIT(name) (&(name))
+#else
+#define KIT(name) NULL
+#endif
+static const opt_path paths[] = {
+    {"avx512", avx512_features, KIT(opt_avx512_kit)},
+    {"avx2", avx2_features, KIT(opt_avx2_kit)},
+};
+#define PATH_COUNT ((int)(sizeof paths / sizeof paths[0]))
+
+static const opt_path *path_named(const char *isa) {
+    for (int i = 0; i < PATH_COUNT; i++)
+        if (strcasecmp(paths[i].isa, isa) == 0) return &paths[i];
+    return NULL;
+}
+
+/* The first feature of p this CPU lacks, NULL when it has them all. */
+static const char *missing_feature(const opt_path *p) {
+#if defined(__x86_64__)
     __builtin_cpu_init();
-    static const char *const required[] = {"avx512f", "avx512bw", "avx512vl", "avx512dq", "fma"};
-    int available[] = {
-        __builtin_cpu_supports("avx512f"), __builtin_cpu_supports("avx512bw"), __builtin_cpu_supports("avx512vl"),
-        __builtin_cpu_supports("avx512dq"), __builtin_cpu_supports("fma"),
-    };
-    for (size_t i = 0; i < sizeof available / sizeof available[0]; i++)
-        if (!available[i]) {
-            if (error && error_size)
-                snprintf(error, error_size, "the optimized backend needs %s, which this CPU lacks", required[i]);
+    for (const char *const *f = p->features; *f; f++) {
+        /* __builtin_cpu_supports takes a literal: one case per name. */
+        int has = strcmp(*f, "avx512f") == 0    ? __builtin_cpu_supports("avx512f")
+                  : strcmp(*f, "avx512bw") == 0 ? __builtin_cpu_supports("avx512bw")
+                  : strcmp(*f, "avx512vl") == 0 ? __builtin_cpu_supports("avx512vl")
+                  : strcmp(*f, "avx512dq") == 0 ? __builtin_cpu_supports("avx512dq")
+                  : strcmp(*f, "avx2") == 0     ? __builtin_cpu_supports("avx2")
+                  : strcmp(*f, "fma") == 0      ? __builtin_cpu_supports("fma")
+                                                : 0;
+        if (!has) return *f;
+    }
+    return NULL;
+#else
+    return p->features[0];
+#endif
+}
+
+static const opt_kit *kit_of(const opt_path *p, char *error, size_t error_size) {
+    if (!p->kit) {
+        if (error && error_size) snprintf(error, error_size, "the optimized backend's %s path is not built for this architecture (x86-64 only)", p->isa);
+        return NULL;
+    }
+    const char *missing = missing_feature(p);
+    if (missing) {
+        if (error && error_size) snprintf(error, error_size, "the optimized backend's %s path needs %s, which this CPU lacks", p->isa, missing);
+        return NULL;
+    }
+    return p->kit;
+}
+
+/* The best path this CPU has at or below KVCMP_MAX_CPU_ISA. */
+static const opt_kit *best_kit(char *error, size_t error_size) {
+    const char *cap = getenv("KVCMP_MAX_CPU_ISA");
+    int first = 0;
+    if (cap && *cap) {
+        if (strcasecmp(cap, "none") == 0 || strcasecmp(cap, "scalar") == 0) {
+            if (error && error_size) snprintf(error, error_size, "KVCMP_MAX_CPU_ISA=%s turns the optimized backend off", cap);
             return NULL;
         }
-    return &optimized_backend;
+        const opt_path *p = path_named(cap);
+        if (!p) {
+            if (error && error_size)
+                snprintf(error, error_size, "KVCMP_MAX_CPU_ISA='%.40s' is not an ISA kvcmp knows (avx512, avx2 or none); unset it or name one", cap);
+            return NULL;
+        }
+        first = (int)(p - paths);
+    }
+    char why[256] = "";
+    for (int i = first; i < PATH_COUNT; i++) {
+        const opt_kit *k = kit_of(&paths[i], why, sizeof why);
+        if (k) return k;
+    }
+#if defined(__x86_64__)
+    if (error && error_size)
+        snprintf(error, error_size, "the optimized backend needs AVX-512 (avx512f/bw/vl/dq) or AVX2 with FMA, and this CPU has neither%s",
+                 first ? " at or below KVCMP_MAX_CPU_ISA" : "");
+#else
+    if (error && error_size) snprintf(error, error_size, "the optimized backend is x86-64 only (AVX-512 or AVX2); this build has the reference alone");
+#endif
+    return NULL;
 }
+
+const kvc_backend *kvc_optimized_backend_get(char *error, size_t error_size) {
+    const opt_kit *k = best_kit(error, error_size);
+    return k ? &k->backend : NULL;
+}
+
+const kvc_backend *kvc_optimized_backend_for(const char *isa, char *error, size_t error_size) {
+    const opt_path *p = path_named(isa);
+    if (!p) {
+        if (error && error_size) snprintf(error, error_size, "the optimized backend has no path '%.40s' (opt-avx512 or opt-avx2)", isa);
+        return NULL;
+    }
+    const opt_kit *k = kit_of(p, error, error_size);
+    return k ? &k->backend : NULL;
+}
+
+int kvc_optimized_backend_is(const kvc_backend *b) {
+    for (int i = 0; b && i < PATH_COUNT; i++)
+        if (paths[i].kit && b == &paths[i].kit->backend) return 1;
+    return 0;
+}
+
+const char *kvc_optimized_isa(const kvc_backend *b) {
+    for (int i = 0; b && i < PATH_COUNT; i++)
+        if (paths[i].kit && b == &paths[i].kit->backend) return paths[i].isa;
+    return NULL;
+}
+
+/* ---- the array forms (vector_arrays.h), on the best path ---- */
+
+static const opt_kit *array_kit(void) {
+    static const opt_kit *chosen; /* the same answer every time: the CPU and the cap are read once */
+    const opt_kit *k = chosen ? chosen : (chosen = best_kit(NULL, 0));
+    if (!k) {
+        char why[256];
+        best_kit(why, sizeof why);
+        fprintf(stderr, "kvcmp: %s; the vector array functions need it (call kvc_optimized_backend_get first)\n", why);
+        abort();
+    }
+    return k;
+}
+void opt_exp_array(const float *x, float *y, int64_t n) { array_kit()->exp_array(x, y, n); }
+void opt_exp_in_range_array(const float *x, float *y, int64_t n) { array_kit()->exp_in_range_array(x, y, n); }
+void opt_bf16_array(const float *x, uint16_t *y, int64_t n) { array_kit()->bf16_array(x, y, n); }
+void opt_fp8_array(const float *x, uint8_t *y, int64_t n) { array_kit()->fp8_array(x, y, n); }
+void opt_fp8_in_range_array(const float *x, uint8_t *y, int64_t n) { array_kit()->fp8_in_range_array(x, y, n); }
+void opt_fp8_scaled_bf16_array(const uint16_t *z, int scale_exp, uint8_t *codes, uint8_t *below_normal, int64_t n) {
+    array_kit()->fp8_scaled_bf16_array(z, scale_exp, codes, below_normal, n);
+}
+uint8_t opt_quantize_bf16_block_ue8m0(const uint16_t *z, uint8_t *codes) { return array_kit()->quantize_bf16_block_ue8m0(z, codes); }
+uint64_t opt_stream_read(const void *data, size_t bytes) { return array_kit()->stream_read(data, bytes); }
+void opt_stream_copy(void *destination, const void *source, size_t bytes) { array_kit()->stream_copy(destination, source, bytes); }
+void opt_stream_write(void *destination, size_t bytes, int non_temporal) { array_kit()->stream_write(destination, bytes, non_temporal); }
+float opt_sum_of_squares(const float *values, int count) { return array_kit()->sum_of_squares(values, count); }

@@ -1,5 +1,8 @@
-/* The AVX-512 + OpenMP backend.  kvc_optimized_backend_get returns NULL
- * (with the reason) on a machine without AVX-512F/BW/VL. */
+/* The optimized backend (OpenMP), with an AVX-512 and an AVX2 + FMA path
+ * built from one source (isa.h).  kvc_optimized_backend_get returns the
+ * best path this CPU has, at or below KVCMP_MAX_CPU_ISA (avx512, avx2 or
+ * none) when that is set, or NULL with the reason (a CPU with neither, an
+ * aarch64 build). */
 #ifndef KVCMP_OPTIMIZED_H
 #define KVCMP_OPTIMIZED_H
 
@@ -8,6 +11,13 @@
 #include "kvcmp/kvcmp.h"
 
 const kvc_backend *kvc_optimized_backend_get(char *error, size_t error_size);
+/* One path by name ("avx512", "avx2"), whatever KVCMP_MAX_CPU_ISA says;
+ * NULL with the feature this CPU lacks. */
+const kvc_backend *kvc_optimized_backend_for(const char *isa, char *error, size_t error_size);
+/* Whether b is one of the optimized paths, and which ISA it runs (NULL
+ * for any other backend). */
+int kvc_optimized_backend_is(const kvc_backend *b);
+const char *kvc_optimized_isa(const kvc_backend *b);
 
 /* Each stage runs on as many of the allowed threads as its work pays
  * for: at least `nanoseconds` of estimated one-thread work per thread

@@ -1,7 +1,8 @@
 /* Array forms of the optimized vector math, with plain C types, for code
- * compiled without AVX-512 flags (tests, tools/exhaustive.c).  Call them
- * only after kvc_optimized_backend_get has returned a backend: they run
- * AVX-512 instructions.  Any count n >= 0 works (tails are padded). */
+ * compiled without ISA flags (tests, the bench, tools/exhaustive.c): they
+ * run on the path kvc_optimized_backend_get chooses (backend.c).  Call
+ * them only after it has returned a backend.  Any count n >= 0 works
+ * (tails are padded). */
 #ifndef KVCMP_OPTIMIZED_VECTOR_ARRAYS_H
 #define KVCMP_OPTIMIZED_VECTOR_ARRAYS_H
 

@@ -6,7 +6,7 @@
 #ifndef KVCMP_OPTIMIZED_VECTOR_MATH_H
 #define KVCMP_OPTIMIZED_VECTOR_MATH_H
 
-#include <immintrin.h>
+#include "optimized/isa.h"
 #include <stdint.h>
 
 #include "kvcmp/formats.h"

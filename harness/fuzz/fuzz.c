@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "kvcmp/backends.h"
+#include "optimized/optimized.h"
 #include "harness/backends/pyworker.h"
 #include "kvcmp/campaign.h"
 #include "harness/fuzz/coverage.h"
@@ -861,11 +862,12 @@ static const kvc_backend *pick_candidate(fuzz_options *o, const char **label, in
     if (o->candidate_name) {
         const kvc_backend *b = kvc_backend_by_name(o->candidate_name, error, sizeof error);
         if (!b) fprintf(stderr, "kvcmp fuzz: %s (--candidate)\n", error);
-        *label = o->candidate_name;
+        /* An optimized path is named by the ISA that runs: "opt (avx2)". */
+        *label = kvc_optimized_backend_is(b) ? b->name : o->candidate_name;
         return b;
     }
     const kvc_backend *b = kvc_backend_by_name("opt", error, sizeof error);
-    if (b) { o->candidate_name = "opt"; *label = "opt"; return b; }
+    if (b) { o->candidate_name = "opt"; *label = b->name; return b; }
     fprintf(stderr, "kvcmp fuzz: the optimized backend is unavailable (%s); fuzzing the reference against itself "
                     "with 2 threads and page padding instead\n", error);
     o->candidate_name = "ref";

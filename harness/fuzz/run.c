@@ -56,7 +56,7 @@ static int run_with_threads(const kvc_backend *b, const kvc_case *c, const kvc_r
     snprintf(count, sizeof count, "%d", threads);
     setenv("KVCMP_CANDIDATE_THREADS", count, 1);
     kvc_backend proxy;
-    if (b == kvc_optimized_backend_get(NULL, 0)) b = kvc_team_backend(b, threads, &proxy);
+    if (kvc_optimized_backend_is(b)) b = kvc_team_backend(b, threads, &proxy);
     int rc = kvc_run_case(b, c, o, r);
     kvc_optimized_set_thread_work(thread_work);
     return rc;

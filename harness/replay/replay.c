@@ -631,7 +631,8 @@ static int replay_paths(char **paths, int num_paths, kvc_replay_options *options
     if (!options.backend) { fprintf(stderr, "kvcmp replay: %s\n", error); return 2; }
     /* The built-in backends are trusted; a plug-in runs each case in a
      * process of its own, so one crash or hang is one FAIL line. */
-    int isolate = !options.outputs_dir && !options.outputs_in_case && strcmp(options.impl_name, "ref") != 0 && strcmp(options.impl_name, "opt") != 0;
+    int isolate = !options.outputs_dir && !options.outputs_in_case && strcmp(options.impl_name, "ref") != 0 &&
+                  strcmp(options.impl_name, "opt") != 0 && strncmp(options.impl_name, "opt-", 4) != 0;
     kvc_replay_totals totals;
     memset(&totals, 0, sizeof totals);
     if (options.junit_path && !(options.junit = kvc_junit_new("kvcmp replay"))) { fprintf(stderr, "kvcmp replay: out of memory\n"); return 2; }

@@ -20,7 +20,7 @@ Run 'python -m kvcmp COMMAND --help' for a command's options."""
 
 
 def _python_candidate(value):
-    if value.startswith("py:") or value in ("opt", "ref", "optimized", "reference") or ".so" in value:
+    if value.startswith("py:") or value in ("opt", "opt-avx512", "opt-avx2", "ref", "optimized", "reference") or ".so" in value:
         return value
     return "py:" + value if ":" in value else value
 

@@ -37,7 +37,7 @@ def candidate_spec(candidate):
     py:MODULE:FUNCTION for one inside a package.  Strings pass through
     ("opt", "lib.so", "py:..."); "module:function" gains the py: prefix."""
     if isinstance(candidate, str):
-        if candidate in ("opt", "ref", "optimized", "reference") or candidate.startswith("py:") or ".so" in candidate:
+        if candidate in ("opt", "opt-avx512", "opt-avx2", "ref", "optimized", "reference") or candidate.startswith("py:") or ".so" in candidate:
             return candidate
         return "py:" + candidate
     qualname = getattr(candidate, "__qualname__", None) or getattr(candidate, "__name__", None)
