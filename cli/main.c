@@ -4,6 +4,7 @@
 
 #include "cli/commands.h"
 #include "harness/options/options.h"
+#include "optimized/optimized.h"
 
 static const struct {
     const char *name;
@@ -39,7 +40,12 @@ int main(int argc, char **argv) {
     kvc_set_invocation(strchr(argv[0], '/') ? argv[0] : "kvcmp");
     if (argc < 2) { usage(stderr); return 2; }
     const char *first = argv[1];
-    if (strcmp(first, "--version") == 0) { printf("%s\n", kvc_version_string()); return 0; }
+    if (strcmp(first, "--version") == 0) {
+        char paths[1024];
+        kvc_optimized_describe(paths, sizeof paths);
+        printf("%s\n%s\n", kvc_version_string(), paths);
+        return 0;
+    }
     if (strcmp(first, "help") == 0 || strcmp(first, "--help") == 0 || strcmp(first, "-h") == 0) {
         /* `kvcmp help fuzz` is `kvcmp fuzz --help`, rewritten in place:
          * fuzz re-executes itself with main's argv. */

@@ -28,7 +28,6 @@ PLUGIN_FLAGS := $(STD_FLAGS) -O1 -fPIC -shared -fvisibility=hidden
 PLUGIN_LIBS := -lmpfr -lgmp -lm -fopenmp
 
 MUTANT_NAMES := $(sort $(basename $(notdir $(wildcard harness/mutants/*.sed))))
-MUTANT_LIBS := $(patsubst %,$(BUILD)/mutants/%.so,$(MUTANT_NAMES))
 
 .PHONY: fuzz fuzz-check mutants mutants-check wrap-check examples libfuzzer fuzz-corpus-check multi-bug exp-boundaries
 
@@ -58,21 +57,35 @@ $(BUILD)/mutants/%.so: harness/mutants/%.sed harness/mutants/entry.c $(PUBLIC_HE
 	  $(BUILD)/mutants/$*/common/*.c $(BUILD)/mutants/$*/reference/*.c \
 	  harness/mutants/entry.c -o $@ $(PLUGIN_LIBS)
 
-# An optimized-backend mutant (harness/mutants/opt_*.sed): the same with
-# optimized/ copied and patched, compiled with the AVX-512 flags, behind
-# harness/mutants/entry_opt.c, which serves the optimized stage table.
+# An optimized-backend mutant (harness/mutants/opt_*.sed), once per ISA
+# of OPT_ISAS: build/mutants/opt_NAME-ISA.so holds a patched copy of
+# optimized/ with that ISA's kernels alone (the other kit left out with
+# -DOPT_HAVE_...=0), behind harness/mutants/entry_opt.c, which serves that
+# ISA's stage table.  check.sh skips, by name, a mutant whose ISA this
+# CPU lacks.
 OPTIMIZED_HEADERS := $(wildcard optimized/*.h)
-$(BUILD)/mutants/opt_%.so: harness/mutants/opt_%.sed harness/mutants/entry_opt.c $(PUBLIC_HEADERS) $(COMMON_SRC) $(OPTIMIZED_SRC) \
+OPT_MUTANT_NAMES := $(filter opt_%,$(MUTANT_NAMES))
+MUTANT_LIBS := $(patsubst %,$(BUILD)/mutants/%.so,$(filter-out opt_%,$(MUTANT_NAMES))) \
+  $(foreach isa,$(OPT_ISAS),$(patsubst %,$(BUILD)/mutants/%-$(isa).so,$(OPT_MUTANT_NAMES)))
+OPT_OTHER_ISA_avx512 := -DOPT_HAVE_AVX2=0
+OPT_OTHER_ISA_avx2 := -DOPT_HAVE_AVX512=0
+define opt_mutant_rule
+$(BUILD)/mutants/opt_%-$(1).so: harness/mutants/opt_%.sed harness/mutants/entry_opt.c $(PUBLIC_HEADERS) $(COMMON_SRC) $(OPTIMIZED_SRC) \
     $(OPTIMIZED_HEADERS)
-	@rm -rf $(BUILD)/mutants/opt_$* && mkdir -p $(BUILD)/mutants/opt_$*
-	@cp -r common optimized include $(BUILD)/mutants/opt_$*/
-	@file=$$(sed -n 's/^# file: //p' $<); \
-	 sed -f $< $$file > $(BUILD)/mutants/opt_$*/$$file; \
-	 if cmp -s $$file $(BUILD)/mutants/opt_$*/$$file; then \
-	   echo "mutant opt_$*: $< no longer changes $$file; update the patch to the current source" >&2; exit 1; fi
-	$(Q)$(call say,CC,$@)$(CC) $(PLUGIN_FLAGS) $(AVX512_FLAGS) -DKVC_MUTANT_NAME='"opt_$*"' -I$(BUILD)/mutants/opt_$*/include \
-	  -I$(BUILD)/mutants/opt_$* $(BUILD)/mutants/opt_$*/common/*.c $(BUILD)/mutants/opt_$*/optimized/*.c \
-	  harness/mutants/entry_opt.c -o $@ $(PLUGIN_LIBS)
+	@rm -rf $(BUILD)/mutants/opt_$$*-$(1) && mkdir -p $(BUILD)/mutants/opt_$$*-$(1)/objects
+	@cp -r common optimized include $(BUILD)/mutants/opt_$$*-$(1)/
+	@file=$$$$(sed -n 's/^# file: //p' $$<); \
+	 sed -f $$< $$$$file > $(BUILD)/mutants/opt_$$*-$(1)/$$$$file; \
+	 if cmp -s $$$$file $(BUILD)/mutants/opt_$$*-$(1)/$$$$file; then \
+	   echo "mutant opt_$$*: $$< no longer changes $$$$file; update the patch to the current source" >&2; exit 1; fi
+	$$(Q)$$(call say,CC,$$@)src=$$(abspath $(BUILD)/mutants/opt_$$*-$(1)); cd $$$$src/objects && \
+	  $$(CC) $$(PLUGIN_FLAGS) $$(OPT_OTHER_ISA_$(1)) -I$$$$src/include -I$$$$src -c $$$$src/common/*.c \
+	    $$(patsubst %,$$$$src/%,$$(OPT_BASELINE_SRC)) && \
+	  $$(CC) $$(PLUGIN_FLAGS) $$(OPT_OTHER_ISA_$(1)) -Wno-psabi -DKVC_MUTANT_NAME='"opt_$$*-$(1)"' -I$$$$src/include -I$$$$src \
+	    $$(subst optimized/isa.h,$$$$src/optimized/isa.h,$$(ISA_FLAGS_$(1))) -c $$(patsubst %,$$$$src/%,$$(OPT_KERNEL_SRC)) $$(CURDIR)/harness/mutants/entry_opt.c && \
+	  $$(CC) $$(PLUGIN_FLAGS) *.o -o $$(abspath $$@) $$(PLUGIN_LIBS)
+endef
+$(foreach isa,$(OPT_ISAS),$(eval $(call opt_mutant_rule,$(isa))))
 
 mutants: $(MUTANT_LIBS)
 

@@ -42,14 +42,17 @@ typedef struct {
 
 static const char *const avx512_features[] = {"avx512f", "avx512bw", "avx512vl", "avx512dq", "fma", NULL};
 static const char *const avx2_features[] = {"avx2", "fma", NULL};
-#if defined(__x86_64__)
-#define KIT(name) (&(name))
-#else
-#define KIT(name) NULL
-#endif
 static const opt_path paths[] = {
-    {"avx512", avx512_features, KIT(opt_avx512_kit)},
-    {"avx2", avx2_features, KIT(opt_avx2_kit)},
+#if OPT_HAVE_AVX512
+    {"avx512", avx512_features, &opt_avx512_kit},
+#else
+    {"avx512", avx512_features, NULL},
+#endif
+#if OPT_HAVE_AVX2
+    {"avx2", avx2_features, &opt_avx2_kit},
+#else
+    {"avx2", avx2_features, NULL},
+#endif
 };
 #define PATH_COUNT ((int)(sizeof paths / sizeof paths[0]))
 
@@ -82,7 +85,7 @@ static const char *missing_feature(const opt_path *p) {
 
 static const opt_kit *kit_of(const opt_path *p, char *error, size_t error_size) {
     if (!p->kit) {
-        if (error && error_size) snprintf(error, error_size, "the optimized backend's %s path is not built for this architecture (x86-64 only)", p->isa);
+        if (error && error_size) snprintf(error, error_size, "the optimized backend's %s path is not in this build (x86-64 only)", p->isa);
         return NULL;
     }
     const char *missing = missing_feature(p);
@@ -125,6 +128,12 @@ static const opt_kit *best_kit(char *error, size_t error_size) {
     return NULL;
 }
 
+int kvc_optimized_cap_invalid(char *error, size_t error_size) {
+    const char *cap = getenv("KVCMP_MAX_CPU_ISA");
+    if (!cap || !*cap || strcasecmp(cap, "none") == 0 || strcasecmp(cap, "scalar") == 0 || path_named(cap)) return 0;
+    return best_kit(error, error_size) == NULL;
+}
+
 const kvc_backend *kvc_optimized_backend_get(char *error, size_t error_size) {
     const opt_kit *k = best_kit(error, error_size);
     return k ? &k->backend : NULL;
@@ -150,6 +159,16 @@ const char *kvc_optimized_isa(const kvc_backend *b) {
     for (int i = 0; b && i < PATH_COUNT; i++)
         if (paths[i].kit && b == &paths[i].kit->backend) return paths[i].isa;
     return NULL;
+}
+
+void kvc_optimized_describe(char *out, size_t size) {
+    char why[256] = "";
+    const kvc_backend *best = kvc_optimized_backend_get(why, sizeof why);
+    int n = snprintf(out, size, "optimized backend: %s", best ? best->name : why);
+    for (int i = 0; i < PATH_COUNT && n >= 0 && (size_t)n < size; i++) {
+        char lacks[256];
+        if (!kit_of(&paths[i], lacks, sizeof lacks)) n += snprintf(out + n, size - (size_t)n, "; %s", lacks);
+    }
 }
 
 /* ---- the array forms (vector_arrays.h), on the best path ---- */

@@ -27,8 +27,21 @@ typedef struct {
     float (*sum_of_squares)(const float *values, int count);
 } opt_kit;
 
-#if defined(__x86_64__)
-extern const opt_kit opt_avx512_kit, opt_avx2_kit;
+/* Which kits are linked: both on x86-64; a plug-in built from one ISA's
+ * kernels (an optimized mutant, mk/fuzz.mk) turns the other off with
+ * -DOPT_HAVE_AVX512=0 or -DOPT_HAVE_AVX2=0. */
+#if !defined(__x86_64__)
+#undef OPT_HAVE_AVX512
+#undef OPT_HAVE_AVX2
+#define OPT_HAVE_AVX512 0
+#define OPT_HAVE_AVX2 0
 #endif
+#if !defined(OPT_HAVE_AVX512)
+#define OPT_HAVE_AVX512 1
+#endif
+#if !defined(OPT_HAVE_AVX2)
+#define OPT_HAVE_AVX2 1
+#endif
+extern const opt_kit opt_avx512_kit, opt_avx2_kit;
 
 #endif

@@ -18,6 +18,12 @@ const kvc_backend *kvc_optimized_backend_for(const char *isa, char *error, size_
  * for any other backend). */
 int kvc_optimized_backend_is(const kvc_backend *b);
 const char *kvc_optimized_isa(const kvc_backend *b);
+/* 1, with the message, when KVCMP_MAX_CPU_ISA holds a value that names
+ * no ISA (a typo must not quietly turn the optimized backend off). */
+int kvc_optimized_cap_invalid(char *error, size_t error_size);
+/* One line: the path `opt` runs here, and each path this CPU or build
+ * lacks with the reason (kvcmp --version prints it). */
+void kvc_optimized_describe(char *out, size_t size);
 
 /* Each stage runs on as many of the allowed threads as its work pays
  * for: at least `nanoseconds` of estimated one-thread work per thread

@@ -866,6 +866,10 @@ static const kvc_backend *pick_candidate(fuzz_options *o, const char **label, in
         *label = kvc_optimized_backend_is(b) ? b->name : o->candidate_name;
         return b;
     }
+    if (kvc_optimized_cap_invalid(error, sizeof error)) {
+        fprintf(stderr, "kvcmp fuzz: %s\n", error);
+        return NULL;
+    }
     const kvc_backend *b = kvc_backend_by_name("opt", error, sizeof error);
     if (b) { o->candidate_name = "opt"; *label = b->name; return b; }
     fprintf(stderr, "kvcmp fuzz: the optimized backend is unavailable (%s); fuzzing the reference against itself "

@@ -1,7 +1,10 @@
-/* Plug-in entry of an optimized-backend mutant: the (patched) AVX-512
+/* Plug-in entry of an optimized-backend mutant: one ISA's (patched)
  * stages behind the plug-in ABI.  Built by mk/fuzz.mk from a copy of
- * optimized/ with one file patched; it is loaded only on a CPU with the
- * AVX-512 subsets, like the backend itself. */
+ * optimized/ with one file patched, this file compiled with that ISA's
+ * flags (so the stage names below are its own, optimized/isa.h); it
+ * refuses to load on a CPU without that ISA, like the backend itself. */
+#include <stdio.h>
+
 #include "kvcmp/plugin.h"
 #include "optimized/optimized.h"
 #include "optimized/stages.h"
@@ -17,7 +20,14 @@ static const kvcmp_plugin mutant = {
     .v41_rope_plain_insert = opt_v41_rope_plain_insert,
 };
 
-KVCMP_PLUGIN_EXPORT const kvcmp_plugin *kvcmp_plugin_entry(void) { return &mutant; }
+KVCMP_PLUGIN_EXPORT const kvcmp_plugin *kvcmp_plugin_entry(void) {
+    char why[256];
+    if (!kvc_optimized_backend_for(OPT_ISA_STRING, why, sizeof why)) {
+        fprintf(stderr, "mutant %s: %s\n", KVC_MUTANT_NAME, why);
+        return NULL;
+    }
+    return &mutant;
+}
 
 /* As the fuzzer runs the built-in backend (harness/fuzz/run.c): every
  * allowed thread on every call, so that a race or a partition bug of a

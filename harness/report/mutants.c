@@ -26,13 +26,15 @@ typedef struct {
     double kill_seconds;
     char first_failure[300];
     char seed[32];
+    char skipped[300]; /* non-empty: not run on this CPU, and why (NAME.skipped) */
 } mutant_verdict;
 
 static void usage(FILE *f) {
     fprintf(f, "usage: kvcmp report mutants --limit SECONDS [--json FILE] [--junit FILE] DIR\n"
                "  DIR holds NAME.so (each mutant) and NAME.json (its kvcmp fuzz --json summary), as\n"
                "  harness/mutants/check.sh leaves them; a mutant is caught when its campaign reported a\n"
-               "  failure within SECONDS.  Writes FILE (default reports/mutants.json); exit 1 if any survived.\n");
+               "  failure within SECONDS.  NAME.skipped (an ISA this CPU lacks) lists it as skipped, with why.\n"
+               "  Writes FILE (default reports/mutants.json); exit 1 if any survived.\n");
 }
 
 /* argv: the arguments after "mutants" (options may follow DIR). */
@@ -78,8 +80,16 @@ static int parse(int argc, char **argv, mutant_options *o) {
 /* Reads DIR/NAME.json into v; a missing or unreadable summary is a survivor. */
 static void read_verdict(const char *dir, mutant_verdict *v, double limit) {
     char path[4096];
-    snprintf(path, sizeof path, "%s/%s.json", dir, v->name);
     snprintf(v->seed, sizeof v->seed, "?");
+    snprintf(path, sizeof path, "%s/%s.skipped", dir, v->name);
+    FILE *skipped = fopen(path, "r");
+    if (skipped) {
+        if (!fgets(v->skipped, sizeof v->skipped, skipped)) snprintf(v->skipped, sizeof v->skipped, "skipped");
+        v->skipped[strcspn(v->skipped, "\n")] = 0;
+        fclose(skipped);
+        return;
+    }
+    snprintf(path, sizeof path, "%s/%s.json", dir, v->name);
     cJSON *root = kvc_read_json_file(path);
     if (!root) return;
     cJSON *kill = cJSON_GetObjectItem(root, "first_failure_seconds"), *seed = cJSON_GetObjectItem(root, "seed");
@@ -109,6 +119,7 @@ static cJSON *verdicts_json(const mutant_options *o, const mutant_verdict *v, in
         cJSON *item = cJSON_CreateObject();
         cJSON_AddStringToObject(item, "mutant", v[i].name);
         cJSON_AddBoolToObject(item, "caught", v[i].caught);
+        if (v[i].skipped[0]) cJSON_AddStringToObject(item, "skipped", v[i].skipped);
         if (v[i].caught) {
             cJSON_AddNumberToObject(item, "kill_seconds", v[i].kill_seconds);
             cJSON_AddStringToObject(item, "first_failure", v[i].first_failure);
@@ -128,6 +139,7 @@ static int write_junit(const mutant_options *o, const mutant_verdict *v, int cou
     kvc_junit_properties(j, run);
     for (int i = 0; i < count; i++) {
         if (v[i].caught) { kvc_junit_pass(j, "mutants", v[i].name, v[i].kill_seconds); continue; }
+        if (v[i].skipped[0]) { kvc_junit_skip(j, "mutants", v[i].name, v[i].skipped); continue; }
         char message[200], text[1200], repro[800];
         repro_line(o, &v[i], repro, sizeof repro);
         snprintf(message, sizeof message, "survived: no failure within %g s; the fuzzer missed a planted bug", o->limit);
@@ -160,8 +172,9 @@ int kvc_report_mutants(int argc, char **argv) {
         const char *base = strrchr(found.gl_pathv[i], '/') + 1;
         snprintf(v[i].name, sizeof v[i].name, "%.*s", (int)(strlen(base) - 3), base);
         read_verdict(o.dir, &v[i], o.limit);
-        survivors += !v[i].caught;
-        if (v[i].caught) printf("%-32s %-8s %9.3f  %s\n", v[i].name, "caught", v[i].kill_seconds, v[i].first_failure);
+        survivors += !v[i].caught && !v[i].skipped[0];
+        if (v[i].skipped[0]) printf("%-32s %-8s %9s  (%s)\n", v[i].name, "skipped", "-", v[i].skipped);
+        else if (v[i].caught) printf("%-32s %-8s %9.3f  %s\n", v[i].name, "caught", v[i].kill_seconds, v[i].first_failure);
         else printf("%-32s %-8s %9s  (log: %s/%s.log)\n", v[i].name, "SURVIVED", "-", o.dir, v[i].name);
     }
     globfree(&found);
@@ -170,7 +183,7 @@ int kvc_report_mutants(int argc, char **argv) {
     char error[1200];
     if (kvc_write_json_file(o.json_path, root, error, sizeof error)) { fprintf(stderr, "kvcmp report mutants: %s\n", error); failed = 1; }
     for (int i = 0; i < count && survivors; i++) {
-        if (v[i].caught) continue;
+        if (v[i].caught || v[i].skipped[0]) continue;
         char repro[800];
         repro_line(&o, &v[i], repro, sizeof repro);
         fprintf(stderr, "mutants: %d survived; the fuzzer missed a planted bug. Reproduce with: %s\n", survivors, repro);
