@@ -38,7 +38,48 @@ static inline simde__m512i opt_si_from_halves(__m256i low, __m256i high) {
     return simde__m512i_from_private(r);
 }
 
-/* ---- compares to masks ---- */
+/* ---- compares to masks, masks to vectors ----
+ * SIMDe 0.7.4 turns every AVX-512 mask into and out of a vector one lane
+ * at a time; these use movemask and a compare against the lane bits
+ * instead, selecting the same lanes. */
+
+static inline uint16_t opt_mm512_cmp_ps_mask_halves(__m256 low, __m256 high) {
+    return (uint16_t)(_mm256_movemask_ps(low) | _mm256_movemask_ps(high) << 8);
+}
+#define opt_mm512_cmp_ps_mask(a, b, predicate)                                                                             \
+    opt_mm512_cmp_ps_mask_halves(_mm256_cmp_ps(OPT_HALVES_PS(a)[0], OPT_HALVES_PS(b)[0], (predicate)),                     \
+                                 _mm256_cmp_ps(OPT_HALVES_PS(a)[1], OPT_HALVES_PS(b)[1], (predicate)))
+/* Lane i of the result is all ones when bit (first + i) of k is set, for
+ * 8 lanes of 32 bits. */
+static inline __m256i opt_lanes_from_mask8(unsigned k) {
+    __m256i bits = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    return _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32((int)(k & 0xFF)), bits), bits);
+}
+static inline simde__m512 opt_mm512_mask_blend_ps(uint16_t k, simde__m512 a, simde__m512 b) {
+    return opt_ps_from_halves(_mm256_blendv_ps(OPT_HALVES_PS(a)[0], OPT_HALVES_PS(b)[0], _mm256_castsi256_ps(opt_lanes_from_mask8(k))),
+                              _mm256_blendv_ps(OPT_HALVES_PS(a)[1], OPT_HALVES_PS(b)[1], _mm256_castsi256_ps(opt_lanes_from_mask8(k >> 8u))));
+}
+static inline simde__m512i opt_mm512_mask_blend_epi32(uint16_t k, simde__m512i a, simde__m512i b) {
+    return opt_si_from_halves(_mm256_blendv_epi8(OPT_HALVES_SI(a)[0], OPT_HALVES_SI(b)[0], opt_lanes_from_mask8(k)),
+                              _mm256_blendv_epi8(OPT_HALVES_SI(a)[1], OPT_HALVES_SI(b)[1], opt_lanes_from_mask8(k >> 8u)));
+}
+/* 16 lanes of 16 bits from 16 bits of k. */
+static inline __m256i opt_lanes_from_mask16(unsigned k) {
+    __m256i bits = _mm256_setr_epi16(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, (short)32768);
+    __m256i spread = _mm256_set1_epi16((short)(k & 0xFFFF));
+    return _mm256_cmpeq_epi16(_mm256_and_si256(spread, bits), bits);
+}
+static inline simde__m512i opt_mm512_mask_blend_epi16(uint32_t k, simde__m512i a, simde__m512i b) {
+    return opt_si_from_halves(_mm256_blendv_epi8(OPT_HALVES_SI(a)[0], OPT_HALVES_SI(b)[0], opt_lanes_from_mask16(k)),
+                              _mm256_blendv_epi8(OPT_HALVES_SI(a)[1], OPT_HALVES_SI(b)[1], opt_lanes_from_mask16(k >> 16)));
+}
+/* Lanes (of 64 bits) where a & b is zero. */
+static inline uint8_t opt_mm512_testn_epi64_mask(simde__m512i a, simde__m512i b) {
+    __m256i zero = _mm256_setzero_si256();
+    __m256i low = _mm256_cmpeq_epi64(_mm256_and_si256(OPT_HALVES_SI(a)[0], OPT_HALVES_SI(b)[0]), zero);
+    __m256i high = _mm256_cmpeq_epi64(_mm256_and_si256(OPT_HALVES_SI(a)[1], OPT_HALVES_SI(b)[1]), zero);
+    return (uint8_t)(_mm256_movemask_pd(_mm256_castsi256_pd(low)) | _mm256_movemask_pd(_mm256_castsi256_pd(high)) << 4);
+}
 
 static inline uint8_t opt_mm256_cmpeq_epi32_mask(__m256i a, __m256i b) {
     return (uint8_t)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(a, b)));
@@ -55,6 +96,7 @@ static inline uint16_t opt_mm512_cmpgt_epu32_mask(simde__m512i a, simde__m512i b
         _mm256_cmpgt_epi32(_mm256_xor_si256(OPT_HALVES_SI(a)[1], flip), _mm256_xor_si256(OPT_HALVES_SI(b)[1], flip)));
 }
 static inline uint16_t opt_mm512_cmplt_epu32_mask(simde__m512i a, simde__m512i b) { return opt_mm512_cmpgt_epu32_mask(b, a); }
+static inline uint16_t opt_mm512_cmpge_epu32_mask(simde__m512i a, simde__m512i b) { return (uint16_t)~opt_mm512_cmpgt_epu32_mask(b, a); }
 /* 16-bit lanes: the compare's 0/-1 words packed to bytes (saturation
  * keeps 0 and -1), whose sign bits movemask collects; the pack works per
  * 128-bit lane, so the bytes come out in the order low half's lane 0, high
@@ -203,6 +245,18 @@ static inline void opt_mm512_stream_ps(void *p, simde__m512 a) {
     _mm256_stream_ps((float *)p + 8, OPT_HALVES_PS(a)[1]);
 }
 
+#undef _mm512_cmp_ps_mask
+#define _mm512_cmp_ps_mask opt_mm512_cmp_ps_mask
+#undef _mm512_mask_blend_ps
+#define _mm512_mask_blend_ps opt_mm512_mask_blend_ps
+#undef _mm512_mask_blend_epi32
+#define _mm512_mask_blend_epi32 opt_mm512_mask_blend_epi32
+#undef _mm512_mask_blend_epi16
+#define _mm512_mask_blend_epi16 opt_mm512_mask_blend_epi16
+#undef _mm512_testn_epi64_mask
+#define _mm512_testn_epi64_mask opt_mm512_testn_epi64_mask
+#undef _mm512_cmpge_epu32_mask
+#define _mm512_cmpge_epu32_mask opt_mm512_cmpge_epu32_mask
 #define _mm256_cmpeq_epi32_mask opt_mm256_cmpeq_epi32_mask
 #define _mm512_cmpgt_epu32_mask opt_mm512_cmpgt_epu32_mask
 #define _mm512_cmplt_epu32_mask opt_mm512_cmplt_epu32_mask
