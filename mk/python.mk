@@ -1,4 +1,4 @@
-# The Python package (python/kvcmp, issue 10).  Included by the Makefile.
+# The Python package (python/kvcmp).  Included by the Makefile.
 #
 #   make python-check   the Python tests (tests/python, which also run
 #                       examples/pytest and the CPU torch example of
@@ -17,7 +17,7 @@ python-check: lib $(BUILD)/kvcmp
 
 TEST_EXTRA += python-check
 
-# The wheel (issue 19): the package with its libkvcmp.so inside, so that
+# The wheel: the package with its libkvcmp.so inside, so that
 # `pip install` into a venv needs no KVCMP_LIB.  Built offline with the
 # interpreter's own setuptools (--no-build-isolation).
 #
