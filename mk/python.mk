@@ -33,7 +33,7 @@ wheel: $(BUILD)/libkvcmp.so
 	$(Q)cp -r python/pyproject.toml python/kvcmp $(WHEEL_DIR)/src/ && rm -rf $(WHEEL_DIR)/src/kvcmp/__pycache__
 	$(Q)cp -L $(BUILD)/libkvcmp.so $(WHEEL_DIR)/src/kvcmp/libkvcmp.so
 	$(Q)cd $(WHEEL_DIR) && $(PYTHON) -m pip wheel -q --no-build-isolation --no-deps -w . ./src > pip.log 2>&1 || { cat pip.log; exit 1; }
-	@echo "wheel: $$(ls $(WHEEL_DIR)/*.whl) (pip install it into a venv: README, Python)"
+	@echo "wheel: $$(ls $(WHEEL_DIR)/*.whl) (pip install it into a venv: README.md, Install)"
 
 wheel-check: wheel
 	$(Q)env -u KVCMP_LIB -u KVCMP_PYTHON -u PYTHONPATH bash tools/wheel_check.sh $(PYTHON) $(abspath $(WHEEL_DIR)) $(abspath tests/python/candidates.py)
