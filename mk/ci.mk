@@ -1,4 +1,4 @@
-# Machine-readable verdicts for CI (issue 13).  Included by the Makefile.
+# Machine-readable verdicts for CI.  Included by the Makefile.
 #
 #   make junit-check     every JUnit file of the run read back by python3's XML
 #                        parser, counts checked against the run (part of make test)

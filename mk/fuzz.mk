@@ -1,4 +1,4 @@
-# The differential fuzzer's goals (issue 5).  Included by the Makefile.
+# The differential fuzzer's goals.  Included by the Makefile.
 #
 #   make fuzz            the main job: a ~1 minute campaign over every stage
 #   make mutants         planted-bug candidates, build/mutants/NAME.so

@@ -1,4 +1,4 @@
-# Installing libkvcmp (issue 14).  Included by the Makefile.
+# Installing libkvcmp.  Included by the Makefile.
 #
 #   make install PREFIX=/usr/local   the library (static and shared), the
 #                                    public headers, kvcmp.pc and the kvcmp

@@ -1,4 +1,4 @@
-# The Python package (python/kvcmp, issue 10).  Included by the Makefile.
+# The Python package (python/kvcmp).  Included by the Makefile.
 #
 #   make python-check   the Python tests (tests/python, which also run
 #                       examples/pytest and the CPU torch example of
@@ -17,7 +17,7 @@ python-check: lib $(BUILD)/kvcmp
 
 TEST_EXTRA += python-check
 
-# The wheel (issue 19): the package with its libkvcmp.so inside, so that
+# The wheel: the package with its libkvcmp.so inside, so that
 # `pip install` into a venv needs no KVCMP_LIB.  Built offline with the
 # interpreter's own setuptools (--no-build-isolation).
 #
@@ -33,7 +33,7 @@ wheel: $(BUILD)/libkvcmp.so
 	$(Q)cp -r python/pyproject.toml python/kvcmp $(WHEEL_DIR)/src/ && rm -rf $(WHEEL_DIR)/src/kvcmp/__pycache__
 	$(Q)cp -L $(BUILD)/libkvcmp.so $(WHEEL_DIR)/src/kvcmp/libkvcmp.so
 	$(Q)cd $(WHEEL_DIR) && $(PYTHON) -m pip wheel -q --no-build-isolation --no-deps -w . ./src > pip.log 2>&1 || { cat pip.log; exit 1; }
-	@echo "wheel: $$(ls $(WHEEL_DIR)/*.whl) (pip install it into a venv: README, Python)"
+	@echo "wheel: $$(ls $(WHEEL_DIR)/*.whl) (pip install it into a venv: README.md, Install)"
 
 wheel-check: wheel
 	$(Q)env -u KVCMP_LIB -u KVCMP_PYTHON -u PYTHONPATH bash tools/wheel_check.sh $(PYTHON) $(abspath $(WHEEL_DIR)) $(abspath tests/python/candidates.py)

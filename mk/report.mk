@@ -1,4 +1,4 @@
-# Reports (issue 6): precision of the reference against an MPFR oracle,
+# Reports: precision of the reference against an MPFR oracle,
 # parity of the upstream cases with it, and coverage with enforced
 # thresholds.  Included by the main Makefile.
 #

@@ -16,7 +16,7 @@
  * a call of 16 x the minimum gets 16 threads.  What a start costs
  * depends on where the threads wait between calls (OMP_WAIT_POLICY).
  * Measured on a quiet 16-core Xeon, 64-request V4 decode, 2026-12-02
- * (measurements/bench-16core-*2026-12-02-*.txt):
+ * (measurements/2026-12-02-xeon16-*.txt):
  * - default or active (threads spin for a while after a call): a start
  *   costs about a microsecond; every thread took 0.037-0.039 ms at 16
  *   threads against 0.14 ms on the 5 that the passive rule below gives.
@@ -100,7 +100,7 @@ static inline double opt_v41_insert_nanoseconds(int64_t tokens) { return OPT_NAN
  * at decode a request's state rows are written and read again on one
  * core, call after call, and stay in its L2.  Heavier calls keep
  * dynamic or guided chunks, which even out threads that run slow.  On
- * the 16-core Xeon (2026-12-02, session 5) static ranges in both stages
+ * the 16-core Xeon (2026-12-02) static ranges in both stages
  * took a 64-request D=128 decode from 0.025 ms to 0.016-0.017 at 16
  * threads, but a 4096-token D=512 R=128 compress (~80 us a thread) from
  * 0.150 ms to 0.187.  Sleeping (passive) teams never split statically:

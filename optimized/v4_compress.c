@@ -177,17 +177,17 @@ static int next_token_adds_a_group(const kvc_v4_compress_args *a, const int64_t 
  * closing token's new group of rows (16 KiB at D = 512, in a page of
  * its own when blocks are shuffled) is fetched into L2 one channel block
  * per block of this token, 16 lines at a time; the hardware prefetchers
- * do not cross to that page.  On the 2-core EPYC VM (2026-12-02, session
- * 5) D = 512 R = 4 prefill took 5.7-6.2 ms against 6.5-8.2 at one thread,
+ * do not cross to that page.  On the 2-core EPYC VM (2026-12-02)
+ * D = 512 R = 4 prefill took 5.7-6.2 ms against 6.5-8.2 at one thread,
  * D = 128 R = 4 1.3-1.4 against 1.7-2.3; on the 16-core Xeon 7.7-9.0
  * against 8.2-9.9 at one thread and 4.2-5.3 against 4.4-5.6 at two, even
  * from four.  A decode's next token is another request's: nothing is
- * fetched (its window was 5% slower with the fetch).  In session 4
+ * fetched (its window was 5% slower with the fetch).  Earlier that day
  * fetching the whole next window, 512 lines in one burst or spread like
  * this, was 8-20% slower on the Xeon.  In a prefill exp_pass also
  * fetches two blocks ahead in the window instead of one (an R = 4 block
  * is 8 entries, ~70 ns of exps on the EPYC VM, less than a miss), block
- * 1 as the token starts: on the 2-core EPYC VM (2026-12-02, session 6,
+ * 1 as the token starts: on the 2-core EPYC VM (2026-12-02,
  * one thread, three runs in one command) D = 512 R = 4 prefill took
  * 5.17-6.29 ms against 5.80-6.88, D = 128 R = 4 1.31-1.80 against
  * 1.32-1.81; three or four blocks ahead were slower than two, and

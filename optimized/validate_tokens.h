@@ -1,6 +1,6 @@
 /* SPEC.md section 8's per-token checks of the V4 and V4.1 stages, split over the
  * threads: the common validator walks the tokens on one thread, which
- * was a fifth of a prefill's time on 16 cores (issue 20).  Each returns 1
+ * was a fifth of a prefill's time on 16 cores.  Each returns 1
  * when every token passes the validator's per-token checks (after
  * kvc_validate_*_fields passed), 0 when some token may not or memory ran
  * out: the stage then runs the common validator, whose status and

@@ -1,4 +1,4 @@
-/* kvcmp bench's floors (issue 20): what a scenario cannot go below on
+/* kvcmp bench's floors: what a scenario cannot go below on
  * this machine, from measurements of the same run (bench.h says how).
  *
  * Why two resident copies: a call has a cost of its own (validation, the

@@ -1,5 +1,5 @@
 /* kvcmp bench's scenarios: the shapes of vLLM's CPU-port measurements
- * (issue 4) and of V4.1, with seeded random inputs.
+ * and of V4.1, with seeded random inputs.
  *
  * The byte counts are the compulsory traffic of one call: every input
  * byte it must read once plus every output byte it writes (a V4 state row

@@ -22,7 +22,7 @@ typedef struct {
 /* Padded buffers kept from one run to the next, one per paged copy of a
  * call (a forward binds up to three), per thread: a campaign runs
  * thousands of cases a second, and allocating and filling a fresh padded
- * buffer for every run was a sixth of its time (issue 20).  Larger
+ * buffer for every run was a sixth of its time.  Larger
  * buffers are not kept, so that one huge case does not stay resident. */
 #define KEPT_BUFFER_MAX_BYTES ((size_t)32 << 20)
 static _Thread_local struct {

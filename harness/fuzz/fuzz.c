@@ -426,7 +426,7 @@ static int run_one(worker *w, int64_t index) {
 static void worker_main(worker *w, int job, int64_t first_k) {
     /* Case buffers of a few MiB come and go every case; glibc would map and
      * unmap each one, and every fresh page faults (a quarter of a case's
-     * time, issue 20).  Kept in the heap up to 64 MiB of free space, they
+     * time).  Kept in the heap up to 64 MiB of free space, they
      * are reused: ~1.25x the cases/s of the fixed-seed campaign here. */
     mallopt(M_MMAP_THRESHOLD, 32 << 20);
     mallopt(M_TRIM_THRESHOLD, 64 << 20);

@@ -383,7 +383,7 @@ static void step_case(const feeder *f, const step *s, const uint8_t *state_befor
 /* The caches `expected` holds after the first `steps` steps of the plan,
  * by running them again: only a divergence needs the caches as they
  * were before its step, and copying them before every step cost more
- * than the rare re-run (issue 20). */
+ * than the rare re-run. */
 static void caches_after_steps(const kvc_backend *expected, const kvc_history *h, kvc_feed_mode mode, uint64_t seed, int64_t steps,
                                kvc_history_result *out) {
     feeder f;

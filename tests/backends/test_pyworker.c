@@ -63,7 +63,7 @@ Test(pyworker, each_way_to_fail_is_a_signature_and_a_saved_case_that_replays, .t
         {"py:tests/python/hostile.py:aborts", "v41.rope_quant_insert crash: signal 6", "12"},
         {"py:tests/python/hostile.py:underscore_exits_0", "v41.rope_quant_insert crash: exit status 0", "12"},
         {"py:tests/python/hostile.py:returns_string", "v41.rope_quant_insert exception: wrong output", "12"},
-        /* A batch writing position 5 faults: the first such case of seed 3 is past 12 (case 66 since issue 21's draws). */
+        /* A batch writing position 5 faults: the first such case of seed 3 is past 12 (case 66 with the generator's current draws). */
         {"py:tests/python/hostile.py:sticky_device_error", "v41.rope_quant_insert device-lost: RuntimeError", "80"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {

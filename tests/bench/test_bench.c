@@ -1,4 +1,4 @@
-/* kvcmp bench with candidates (issue 15): side-by-side rows, byte
+/* kvcmp bench with candidates: side-by-side rows, byte
  * comparison with the reference, bounds that hold, the scaling table,
  * the JSON with the run's metadata, and the option errors.  Timings are
  * not asserted: a benchmark, not a timed test. */

@@ -1,4 +1,4 @@
-/* kvcmp bench's floors (issue 20): the sizes of the cache-resident copies
+/* kvcmp bench's floors: the sizes of the cache-resident copies
  * a compute floor is measured on, the line through their times, the
  * compute floor at a thread count, the larger part binding, the units a
  * scenario is counted in and copies of it with fewer, and the memory

@@ -1,4 +1,4 @@
-/* kvcmp bench's view of the machine (issue 20): the last-level cache from
+/* kvcmp bench's view of the machine: the last-level cache from
  * sysfs and cpuid, the largest reading, an assumed large cache when every
  * source reads 0 (a VM's sysfs said 0 KiB and the bench streamed 1 MiB
  * buffers from L2), and the default stream buffer picked from it. */

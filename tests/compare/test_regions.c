@@ -231,7 +231,7 @@ Test(compare_regions, state_rows_and_latent) {
     fixture_free(&f);
 }
 
-/* SPEC.md section 1: every NaN a stage writes is canonical, and README:
+/* SPEC.md section 1: every NaN a stage writes is canonical, and docs/command-line.md:
  * `--policy exact` compares every byte.  A non-canonical NaN payload
  * must therefore fail the exact policy. */
 Test(compare_regions, exact_policy_fails_a_non_canonical_nan) {

@@ -1,5 +1,5 @@
-/* The padded buffers kvc_run_case keeps from one run to the next
- * (issue 20): a run sees exactly its case's pages and its own canary in
+/* The padded buffers kvc_run_case keeps from one run to the next:
+ * a run sees exactly its case's pages and its own canary in
  * the padding, whatever ran before in the same buffer, and a case too
  * large to keep still runs. */
 #include "tests/test_support.h"

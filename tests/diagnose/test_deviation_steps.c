@@ -1,4 +1,4 @@
-/* The wrong versions of steps that issue 21 added to the catalogue
+/* The wrong versions of steps that the catalogue added for what kernels really do
  * (reference/deviations.c), on inputs chosen for each: the branches that
  * a short campaign of the planted deviation may not reach. */
 #include <float.h>

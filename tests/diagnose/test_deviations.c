@@ -2,7 +2,7 @@
  * a failing case (harness/diagnose/diagnose.c) and the signatures it
  * names (harness/fuzz/signature_list.c).
  *
- * The closing test is issue 21's: every deviation, planted as the
+ * The closing test: every deviation, planted as the
  * candidate (`--candidate deviation:NAME`, the reference with that one
  * switch on), is found by a short default campaign at a fixed seed and
  * listed as exactly one signature, explained by its own name. */

@@ -1,4 +1,4 @@
-/* Chunking invariance through the reference (issue 3, item 3): a
+/* Chunking invariance through the reference: a
  * request's history fed as one prefill, as random chunks, or token by
  * token with speculative drafts (rejected ones carrying wrong data, then
  * re-sent) leaves the same latent rows and cache bytes.  Many random

@@ -47,9 +47,9 @@ Test(fuzz, generator_is_pinned) {
     cr_assert_eq(kvc_rng_next(&r), 0xb3f2af6d0fc710c5ull);
     /* Changed when the bit_patterns, mixed and exp_boundary families and
      * the wide-batch, high-position and fp8-scale dimensions joined the
-     * default mix (issue 12), and again when the isolated_edges and
+     * default mix, and again when the isolated_edges and
      * cross_magnitude families, other padding slots, large rings and
-     * large batches did (issue 21): seeds name other cases since. */
+     * large batches did: seeds name other cases since. */
     static const int expected[3][3] = {{11, 10, 9}, {17, 4, 4}, {4, 11, 11}};   /* variant, family, tokens */
     kvc_gen_config config = {.seed = 1};
     for (int i = 0; i < 3; i++) {

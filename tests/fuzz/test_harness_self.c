@@ -1,4 +1,4 @@
-/* The harness tests itself (issue 21): its comparison must see every byte,
+/* The harness tests itself: its comparison must see every byte,
  * its generator must reach every dimension at fixed seeds, its shrinker
  * must keep the failure it was given and stop only where one more step
  * loses it.  Each test fails on a harness that skips a byte, never draws

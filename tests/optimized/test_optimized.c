@@ -821,7 +821,7 @@ Test(optimized, saves_and_inserts_at_many_thread_counts, .timeout = 240) {
  * gets (nearly) every thread; a decode gets the few that its wake-up
  * cost pays for (the 16-core Xeon measured its best at 4-5 threads, and
  * 16 slower than 1 in one run of two); a call too small to pay for a
- * second thread stays on one.  (Issue 20: the rule tuned on 2 cores
+ * second thread stays on one.  (An earlier rule, tuned on 2 cores,
  * kept a 64-request decode on 1 thread at any core count.) */
 Test(optimized, many_cores_get_every_thread_when_the_work_pays) {
     optimized();

@@ -79,7 +79,7 @@ def test_a_candidate_past_the_memory_limit_costs_one_case(tmp_path):
 
 
 def test_a_lost_device_blames_its_own_case_only(tmp_path):
-    seed, cases = 2, 60   # two of its first 60 cases write position 5 (issue 21's draws)
+    seed, cases = 2, 60   # two of its first 60 cases write position 5 (the generator's current draws)
     summary = kvcmp.fuzz(hostile.sticky_device_error, seed=seed, cases=cases, invalid_rate=0, stages="v41.rope_quant_insert",
                          jobs=2, out=str(tmp_path / "out"), quiet=True, max_failures_per_signature=1000)
     chosen = [i for i in range(cases) if hostile.chosen(kvcmp.generate("v41.rope_quant_insert", seed, i))]

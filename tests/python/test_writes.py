@@ -1,4 +1,4 @@
-"""Writes stay inside (issue 22): a tensor name is a plain file name, so
+"""Writes stay inside: a tensor name is a plain file name, so
 save_case cannot write outside the case directory; an existing case is
 replaced whole; the outside runner's files are written aside and never
 through a link planted in the case directory."""

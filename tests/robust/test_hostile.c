@@ -1,4 +1,4 @@
-/* Candidates that attack the supervision itself (issue 22, the
+/* Candidates that attack the supervision itself (the
  * candidates of tests/plugins/candidate.c from writes_stop_flag on):
  * they poke the memory a campaign once shared with its workers, fork so
  * that every result arrives twice, write into their const inputs, close

@@ -1,4 +1,4 @@
-/* Interruption and saving (issue 11): SIGINT/SIGTERM keep the failures
+/* Interruption and saving: SIGINT/SIGTERM keep the failures
  * found and write the summary marked as interrupted (exit 130/143), a
  * second signal stops at once, no worker outlives the campaign; cases
  * are renamed into place whole, never over an existing one, and every

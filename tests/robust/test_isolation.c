@@ -1,4 +1,4 @@
-/* Candidate isolation (issue 11): campaigns and replays against hostile
+/* Candidate isolation: campaigns and replays against hostile
  * candidates (tests/plugins/candidate.c: hang, crash inside the
  * shrinker, exit(0), abort, heap smash, leak, runaway memory, threads
  * left running) end in bounded time, with each case failed under the

@@ -1,4 +1,4 @@
-/* Reads stay inside (issue 22): kvcmp replay judges the candidate's run,
+/* Reads stay inside: kvcmp replay judges the candidate's run,
  * never outside outputs a case directory happens to hold; the case walk
  * and the case loader never follow a symlink out of the tree; no file's
  * contents are echoed; a tensor's size is checked against its header

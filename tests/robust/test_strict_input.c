@@ -1,4 +1,4 @@
-/* Strict input (issue 11): .npy headers parsed as the dict literal they
+/* Strict input: .npy headers parsed as the dict literal they
  * are, case.json fields type-checked, expected outputs the stage does not
  * write refused, the case walk safe from symlinks (never followed), FIFOs and
  * directories named like tensors, and positions at the int64 extremes
@@ -214,7 +214,7 @@ Test(case_input, tensor_files_that_are_not_regular_files, .timeout = 20) {
 
 /* ---- the case walk ---------------------------------------------------------- */
 
-/* Links are never followed (issue 22), so cycles and repeated links
+/* Links are never followed, so cycles and repeated links
  * cannot multiply the walk; each link is refused by name. */
 Test(case_walk, symlink_cycles_and_repeated_links_are_not_followed, .timeout = 30) {
     char dir[64], path[256], target[256];

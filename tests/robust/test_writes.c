@@ -1,4 +1,4 @@
-/* Writes stay inside (issue 22): a symbolic link planted where kvcmp
+/* Writes stay inside: a symbolic link planted where kvcmp
  * writes (--json and its temporary's name, --junit, report --out, bench
  * --json, a case name or case.json under gen --out) never gets the file
  * it points to written: the command refuses it, naming it, or replaces
