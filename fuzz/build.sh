@@ -25,17 +25,32 @@ if [ "$SERIAL" = 1 ]; then
     extra_objects+=("$WORK/omp_serial.o")
     echo "kvcmp: building without OpenMP (KVCMP_FUZZ_SERIAL=1): every parallel region runs on one thread"
 fi
-AVX512="-mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma"
+# The optimized kernels once per ISA, as the Makefile builds them
+# (optimized/isa.h); the dispatch and the token checks for the baseline.
+ISA_FLAGS_avx512="-mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -DKVCMP_ISA_AVX512 -include $SRC/optimized/isa.h"
+ISA_FLAGS_avx2="-mavx2 -mfma -Wno-psabi -DKVCMP_ISA_AVX2 -include $SRC/optimized/isa.h"
 # libkvcmp built instrumented (coverage guidance needs every object
 # compiled with the fuzzer's flags), then the entry point linked to it.
 objects=()
-for src in "$SRC"/common/*.c "$SRC"/reference/*.c "$SRC"/optimized/*.c "$SRC"/harness/*/*.c; do
-    case $src in */harness/mutants/*) continue ;; esac
-    obj=$WORK/$(echo "${src#$SRC/}" | tr / _).o
-    extra=""
-    case $src in */optimized/*) extra=$AVX512 ;; esac
-    $CC $CFLAGS $COMMON $OPENMP $extra -I"$SRC/include" -I"$SRC" -c "$src" -o "$obj"
+compile() { # SOURCE OBJECT FLAGS...
+    local src=$1 obj=$2
+    shift 2
+    $CC $CFLAGS $COMMON $OPENMP "$@" -I"$SRC/include" -I"$SRC" -c "$src" -o "$obj"
     objects+=("$obj")
+}
+for src in "$SRC"/common/*.c "$SRC"/reference/*.c "$SRC"/optimized/*.c "$SRC"/harness/*/*.c; do
+    name=$(echo "${src#$SRC/}" | tr / _)
+    case $src in
+        */harness/mutants/*) continue ;;
+        */optimized/backend.c | */optimized/validate_tokens.c) compile "$src" "$WORK/$name.o" ;;
+        */optimized/*)
+            for isa in avx512 avx2; do
+                flags=ISA_FLAGS_$isa
+                # shellcheck disable=SC2086
+                compile "$src" "$WORK/$isa-$name.o" ${!flags}
+            done ;;
+        *) compile "$src" "$WORK/$name.o" ;;
+    esac
 done
 rm -f "$WORK/libkvcmp.a" && ar rcs "$WORK/libkvcmp.a" "${objects[@]}"
 $CC $CFLAGS $COMMON $OPENMP -I"$SRC/include" -I"$SRC" -c "$SRC/fuzz/libfuzzer_entry.c" -o "$WORK/libfuzzer_entry.o"
