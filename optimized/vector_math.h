@@ -9,6 +9,12 @@
 #include "optimized/isa.h"
 #include <stdint.h>
 
+/* Forced inline: a vector passed to or returned from a call goes through
+ * memory (a 64-byte value; in the AVX2 build a 64-byte union), which cost
+ * the AVX2 build's hot loops more than their arithmetic.  Inlining moves
+ * no operation, so the bits are the same. */
+#define OPT_INLINE static inline __attribute__((always_inline))
+
 #include "kvcmp/formats.h"
 #include "optimized/vector_arrays.h"
 
@@ -29,7 +35,7 @@ __m512 opt_exp16_any(__m512 x);
 __m512 opt_exp16_scalar_lanes(__m512 x, __m512 result, __mmask16 lanes);
 
 /* exp of 8 lanes in [-87, 88] in double, relative error < 2^-38.48. */
-static inline __m512d opt_exp_fast_double8(__m512d x) {
+OPT_INLINE __m512d opt_exp_fast_double8(__m512d x) {
     /* t = x * 16/ln2 + 1.5 * 2^52, one rounding: the low bits of t hold n,
      * the integer nearest to x * 16/ln2, in two's complement. */
     __m512d shifted = _mm512_fmadd_pd(x, _mm512_set1_pd(OPT_SIXTEEN_OVER_LN2), _mm512_set1_pd(OPT_ROUNDING_SHIFTER));
@@ -54,7 +60,7 @@ static inline __m512d opt_exp_fast_double8(__m512d x) {
 
 /* 8 lanes in [-87, 88]: the rounded float, and the lanes whose dropped
  * bits m are within OPT_EXP_FAST_MARGIN double ulps of a midpoint. */
-static inline __m256 opt_exp_fast_float8(__m256 x, __mmask8 *undecided) {
+OPT_INLINE __m256 opt_exp_fast_float8(__m256 x, __mmask8 *undecided) {
     __m512d y = opt_exp_fast_double8(_mm512_cvtps_pd(x));
     /* m + MARGIN - 2^28 (mod 2^29) is below 2 * MARGIN, a power of two,
      * exactly when m - 2^28 is in [-MARGIN, MARGIN): one bit test finds
@@ -66,7 +72,7 @@ static inline __m256 opt_exp_fast_float8(__m256 x, __mmask8 *undecided) {
 
 /* 16 lanes of kvc_expf_cr, every lane known to be in [-87, 88]: the fast
  * path alone. */
-static inline __m512 opt_exp16_in_range(__m512 x) {
+OPT_INLINE __m512 opt_exp16_in_range(__m512 x) {
     __mmask8 undecided_low, undecided_high;
     __m256 low = opt_exp_fast_float8(_mm512_castps512_ps256(x), &undecided_low);
     __m256 high = opt_exp_fast_float8(_mm512_extractf32x8_ps(x, 1), &undecided_high);
@@ -78,7 +84,7 @@ static inline __m512 opt_exp16_in_range(__m512 x) {
 
 /* 16 lanes of kvc_expf_cr: the fast path when every lane is in [-87, 88]
  * (softmax weights exp(s - m) nearly always are), else opt_exp16_any. */
-static inline __m512 opt_exp16(__m512 x) {
+OPT_INLINE __m512 opt_exp16(__m512 x) {
     /* Ordered compares: a NaN lane is out of range. */
     __mmask16 in_range = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.0f), _CMP_GE_OQ) &
                          _mm512_cmp_ps_mask(x, _mm512_set1_ps(88.0f), _CMP_LE_OQ);
@@ -91,18 +97,18 @@ static inline __m512 opt_exp16(__m512 x) {
  * reference, libm) does not pay for a dirty AVX-512 state; measured: the
  * reference's decode forward took 92 ms instead of 4 ms after an
  * optimized call without it.  It changes no data. */
-static inline void opt_leave_vector_code(void) { _mm256_zeroupper(); }
+OPT_INLINE void opt_leave_vector_code(void) { _mm256_zeroupper(); }
 
 /* Fetch [data, data + bytes) towards L1 ahead of use: the hardware
  * prefetcher of this class of machine (a VM) was measured to follow
  * streams poorly, and a prefetch never faults, so it may run past the end
  * of an array. */
-static inline void opt_prefetch_bytes(const void *data, int64_t bytes) {
+OPT_INLINE void opt_prefetch_bytes(const void *data, int64_t bytes) {
     for (int64_t i = 0; i < bytes; i += 64) _mm_prefetch((const char *)data + i, _MM_HINT_T0);
 }
 
 /* kvc_max_nan per lane: NaN (canonical) where either input is NaN. */
-static inline __m512 opt_max_nan16(__m512 a, __m512 b) {
+OPT_INLINE __m512 opt_max_nan16(__m512 a, __m512 b) {
     __mmask16 either_nan = _mm512_cmp_ps_mask(a, b, _CMP_UNORD_Q);
     __m512 larger = _mm512_max_ps(a, b);
     return _mm512_mask_blend_ps(either_nan, larger, _mm512_castsi512_ps(_mm512_set1_epi32(0x7FC00000)));
@@ -115,7 +121,7 @@ static inline __m512 opt_max_nan16(__m512 a, __m512 b) {
 void opt_rms_norm(const float *pooled, const float *weight, int head_dim, float eps, float *normed);
 
 /* fp32 -> bf16 (kvc_bf16_from_f32) for 16 lanes. */
-static inline __m256i opt_bf16_from_f32x16(__m512 x) {
+OPT_INLINE __m256i opt_bf16_from_f32x16(__m512 x) {
     __m512i bits = _mm512_castps_si512(x);
     __m512i magnitude = _mm512_and_si512(bits, _mm512_set1_epi32(0x7FFFFFFF));
     __mmask16 is_nan = _mm512_cmpgt_epu32_mask(magnitude, _mm512_set1_epi32(0x7F800000));
@@ -129,18 +135,18 @@ static inline __m256i opt_bf16_from_f32x16(__m512 x) {
 }
 
 /* bf16 -> fp32, exact. */
-static inline __m512 opt_f32_from_bf16x16(__m256i bf16) {
+OPT_INLINE __m512 opt_f32_from_bf16x16(__m256i bf16) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bf16), 16));
 }
 
 /* fp32 -> bf16 -> fp32: the value a bf16 store would hold. */
-static inline __m512 opt_round_to_bf16x16(__m512 x) {
+OPT_INLINE __m512 opt_round_to_bf16x16(__m512 x) {
     return opt_f32_from_bf16x16(opt_bf16_from_f32x16(x));
 }
 
 /* kvc_clamp_fp8_range per lane: min/max take their second operand when
  * one is NaN, so putting x second lets NaN through like the scalar. */
-static inline __m512 opt_clamp_fp8_range16(__m512 x) {
+OPT_INLINE __m512 opt_clamp_fp8_range16(__m512 x) {
     x = _mm512_min_ps(_mm512_set1_ps(448.0f), x);
     return _mm512_max_ps(_mm512_set1_ps(-448.0f), x);
 }
@@ -148,7 +154,7 @@ static inline __m512 opt_clamp_fp8_range16(__m512 x) {
 /* The fp8 e4m3fn code of |x| (bits of a non-negative float): the same
  * integer round-half-even as the scalar kvc_fp8_from_f32.  0x7F and above
  * mean NaN, infinity or a magnitude that rounds past 448. */
-static inline __m512i opt_fp8_magnitude_code(__m512i magnitude) {
+OPT_INLINE __m512i opt_fp8_magnitude_code(__m512i magnitude) {
     /* Normal fp8 range (|x| >= 2^-6): keep 3 fraction bits; a carry bumps
      * the exponent. */
     __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(magnitude, 20), _mm512_set1_epi32(1));
@@ -163,7 +169,7 @@ static inline __m512i opt_fp8_magnitude_code(__m512i magnitude) {
 }
 
 /* The sign bit of x moved to bit 7 of each 32-bit lane. */
-static inline __m512i opt_fp8_sign(__m512i bits) {
+OPT_INLINE __m512i opt_fp8_sign(__m512i bits) {
     return _mm512_and_si512(_mm512_srli_epi32(bits, 24), _mm512_set1_epi32(0x80));
 }
 
@@ -171,7 +177,7 @@ static inline __m512i opt_fp8_sign(__m512i bits) {
  * 32-bit lane (0..255).  Inline: as an out-of-line function returning a
  * vector it left the upper halves of the zmm registers dirty for its
  * callers (GCC emits no vzeroupper there). */
-static inline __m512i opt_fp8_lanes_from_f32x16(__m512 x) {
+OPT_INLINE __m512i opt_fp8_lanes_from_f32x16(__m512 x) {
     __m512i bits = _mm512_castps_si512(x);
     __m512i code = opt_fp8_magnitude_code(_mm512_and_si512(bits, _mm512_set1_epi32(0x7FFFFFFF)));
     /* NaN, infinity and past 448 all become the unsigned NaN byte, like
@@ -183,21 +189,21 @@ static inline __m512i opt_fp8_lanes_from_f32x16(__m512 x) {
 /* The same for lanes known to be in [-448, 448] (no NaN): there the code
  * is below 0x7F, so the NaN blend of the general case would change
  * nothing and is left out. */
-static inline __m512i opt_fp8_lanes_in_range(__m512 x) {
+OPT_INLINE __m512i opt_fp8_lanes_in_range(__m512 x) {
     __m512i bits = _mm512_castps_si512(x);
     __m512i code = opt_fp8_magnitude_code(_mm512_and_si512(bits, _mm512_set1_epi32(0x7FFFFFFF)));
     return _mm512_or_si512(code, opt_fp8_sign(bits));
 }
 
 /* The same 16 codes as bytes. */
-static inline __m128i opt_fp8_from_f32x16(__m512 x) { return _mm512_cvtepi32_epi8(opt_fp8_lanes_from_f32x16(x)); }
+OPT_INLINE __m128i opt_fp8_from_f32x16(__m512 x) { return _mm512_cvtepi32_epi8(opt_fp8_lanes_from_f32x16(x)); }
 
 /* 4 x 16 codes (codes 0-15, 16-31, 32-47, 48-63, each 0..255 in a 32-bit
  * lane) -> 64 bytes in order.  The saturating packs keep every value (all
  * fit) but interleave the 128-bit lanes; one permute puts the dwords back.
  * One store instead of four narrowing vpmovdb stores, which were the
  * costliest part of the quantiser. */
-static inline __m512i opt_pack_bytes64(__m512i codes0, __m512i codes16, __m512i codes32, __m512i codes48) {
+OPT_INLINE __m512i opt_pack_bytes64(__m512i codes0, __m512i codes16, __m512i codes32, __m512i codes48) {
     __m512i words_low = _mm512_packus_epi32(codes0, codes16);
     __m512i words_high = _mm512_packus_epi32(codes32, codes48);
     __m512i bytes = _mm512_packus_epi16(words_low, words_high);
@@ -223,7 +229,7 @@ uint8_t opt_quantize_block_ue8m0(const float *y, uint8_t *codes);
  * as dropping 4 bits of the 16-bit pattern.  Lanes below the fp8 normal
  * range (|z * 2^-e| < 2^-6, fp32 subnormals included) are not handled:
  * they are set in *below_normal and their codes are meaningless. */
-static inline __m512i opt_fp8_codes_scaled_bf16x32(__m512i z, int scale_exp, __mmask32 *below_normal) {
+OPT_INLINE __m512i opt_fp8_codes_scaled_bf16x32(__m512i z, int scale_exp, __mmask32 *below_normal) {
     /* e in [-22, 120] for finite blocks (magnitude in [1e-4, FLT_MAX]),
      * and every lane's scaled exponent field is at most 135 (448): the
      * 16-bit differences below stay within int16. */
