@@ -30,6 +30,8 @@ __attribute__((constructor)) static void thread_rule_for_the_wait_policy(void) {
 }
 
 void kvc_optimized_set_thread_work(double nanoseconds) { opt_nanoseconds_per_thread = nanoseconds; }
+void kvc_optimized_set_team_rule(int spinning) { opt_nanoseconds_per_wake = spinning ? 0 : OPT_NANOSECONDS_PER_WAKE; }
+int kvc_optimized_team_rule(void) { return opt_nanoseconds_per_wake <= 0; }
 double kvc_optimized_thread_work(void) { return opt_nanoseconds_per_thread; }
 
 /* ---- the paths, best first ---- */

@@ -32,5 +32,13 @@ void kvc_optimized_describe(char *out, size_t size);
  * cases over the threads. */
 void kvc_optimized_set_thread_work(double nanoseconds);
 double kvc_optimized_thread_work(void);
+/* The team rule (stages.h): 1 as for spinning threads (OMP_WAIT_POLICY
+ * unset or active: light calls split statically, token checks over the
+ * team), 0 as for sleeping ones (passive: dynamic chunks, token checks on
+ * the calling thread).  The library follows OMP_WAIT_POLICY; the fuzzer
+ * draws one per case, so that both kinds of split are fuzzed whatever
+ * policy its workers run under. */
+void kvc_optimized_set_team_rule(int spinning);
+int kvc_optimized_team_rule(void);
 
 #endif

@@ -8,6 +8,7 @@
 static const char *const closing_names[KVC_CLOSING_BUCKETS] = {"0", "1", "2-3", "4-7", "8-15", "16+"};
 static const char *const position_names[KVC_POSITION_BUCKETS] = {"none", "< 2^8", "< 2^16", "< 2^31", "< 2^32", ">= 2^32"};
 static const char *const padding_names[2] = {"64-byte lines", "odd stride"};
+static const char *const team_rule_keys[2] = {"spinning", "sleeping"};
 
 static int closing_bucket(int64_t n) { return n <= 0 ? 0 : n == 1 ? 1 : n < 4 ? 2 : n < 8 ? 3 : n < 16 ? 4 : 5; }
 static int position_bucket(int64_t p) {
@@ -46,6 +47,7 @@ void kvc_coverage_add(kvc_coverage_tally *t, const kvc_case_coverage *k) {
     if (k->page_padding > 0) t->padding[k->page_padding % 64 != 0]++;
     t->aliased += k->aliased != 0;
     t->alias_unavailable += k->alias_unavailable != 0;
+    if (k->team_rule > 0) t->team_rule[k->team_rule - 1]++;
     if (!k->rule) return;
     int i = 0;
     while (i < t->num_rules && strcmp(t->rules[i].name, k->rule) != 0) i++;
@@ -82,6 +84,8 @@ void kvc_coverage_print(FILE *f, const kvc_coverage_tally *t) {
     print_counts(f, "closing tokens/call", closing_names, t->closing, KVC_CLOSING_BUCKETS, t->cases);
     print_counts(f, "largest position", position_names, t->positions, KVC_POSITION_BUCKETS, t->cases);
     print_counts(f, "page padding", padding_names, t->padding, 2, t->cases);
+    static const char *const team_rule_names[] = {"spinning (static splits)", "sleeping (dynamic)"};
+    print_counts(f, "opt team rule", team_rule_names, t->team_rule, 2, t->cases);
     fprintf(f, "  %-22s %lld (%.1f%%): an output placed over another tensor of the call, conflict expected\n", "aliased buffers",
             (long long)t->aliased, share(t->aliased, t->cases));
     if (t->alias_unavailable)
@@ -120,6 +124,7 @@ cJSON *kvc_coverage_json(const kvc_coverage_tally *t) {
     cJSON_AddItemToObject(root, "closing_tokens_per_call", named_counts(closing_names, t->closing, KVC_CLOSING_BUCKETS));
     cJSON_AddItemToObject(root, "largest_position", named_counts(position_names, t->positions, KVC_POSITION_BUCKETS));
     cJSON_AddItemToObject(root, "page_padding", named_counts(padding_names, t->padding, 2));
+    cJSON_AddItemToObject(root, "opt_team_rule", named_counts(team_rule_keys, t->team_rule, 2));
     cJSON *aliased = cJSON_AddObjectToObject(root, "aliased_buffers");
     cJSON_AddNumberToObject(aliased, "checked", (double)t->aliased);
     cJSON_AddNumberToObject(aliased, "skipped", (double)t->alias_unavailable);

@@ -21,6 +21,7 @@
 /* One case as the tally sees it. */
 typedef struct {
     int threads, other_threads;   /* 0: not run (a skipped case, a history) */
+    int team_rule;                /* the optimized backend's team rule: 0 not run, 1 spinning, 2 sleeping */
     int64_t page_padding;         /* the candidate's page padding, 0 when not run */
     int aliased;                  /* the aliased-buffers check ran (SPEC.md 8.1) */
     int alias_unavailable;        /* it was drawn, but the candidate gets copies of its tensors */
@@ -38,6 +39,7 @@ typedef struct {
     int64_t dimensions[KVC_DIM_COUNT];
     int64_t padding[2];           /* page padding of whole 64-byte lines, of other multiples of 4 */
     int64_t aliased, alias_unavailable;
+    int64_t team_rule[2];         /* cases run under the spinning and the sleeping team rule */
     int num_rules;
     struct { char name[32]; int64_t cases, rejected; } rules[KVC_MAX_RULES];
 } kvc_coverage_tally;

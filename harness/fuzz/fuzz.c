@@ -214,6 +214,7 @@ static cJSON *replay_object(const kvc_fuzz_conditions *k) {
     cJSON_AddNumberToObject(replay, "canary", k->canary);
     int threads[2] = {k->threads, k->other_threads};
     cJSON_AddItemToObject(replay, "threads", cJSON_CreateIntArray(threads, k->other_threads > 0 ? 2 : 1));
+    cJSON_AddStringToObject(replay, "team_rule", k->spinning_team ? "spinning" : "sleeping");
     char seed[32];   /* a string: JSON numbers lose 64-bit integers */
     if (k->permuted) {
         snprintf(seed, sizeof seed, "0x%016llx", (unsigned long long)k->permutation_seed);
@@ -398,6 +399,7 @@ static int run_one(worker *w, int64_t index) {
     m.coverage.rule = NULL;
     m.coverage.threads = g.history ? w->target.threads : v.conditions.threads;
     m.coverage.other_threads = v.conditions.other_threads;
+    m.coverage.team_rule = g.history || !v.conditions.threads ? 0 : v.conditions.spinning_team ? 1 : 2;
     m.coverage.page_padding = g.history ? 0 : v.conditions.page_padding;
     m.coverage.aliased = v.conditions.aliased;
     m.coverage.alias_unavailable = v.conditions.alias_unavailable;

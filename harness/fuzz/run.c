@@ -41,24 +41,31 @@ static kvc_fuzz_outcome fail(kvc_fuzz_verdict *v, const char *kind, const char *
     return KVC_FUZZ_FAIL;
 }
 
-/* With every allowed thread used however small the case (the optimized
- * backend would keep a small case on one; a plug-in with a work threshold
+/* With every allowed thread used however small the case, under the
+ * case's team rule (static or dynamic splits: both are fuzzed whatever
+ * OMP_WAIT_POLICY the workers run under; the optimized backend would keep
+ * a small case on one; a plug-in with a work threshold
  * of its own reads KVCMP_CANDIDATE_THREADS, plugin.h): the 1-vs-N check
  * must split.  The optimized backend's stages run on the master thread
  * of their team size (teams.h), where no call creates threads; a plug-in
  * stays on this thread (one that forks must copy the worker, which the
  * case protocol catches, not a master waiting for a job). */
-static int run_with_threads(const kvc_backend *b, const kvc_case *c, const kvc_run_options *o, int threads, kvc_run_result *r) {
+static int run_with_threads(const kvc_backend *b, const kvc_case *c, const kvc_run_options *o, int threads, int spinning_team,
+                            kvc_run_result *r) {
     double thread_work = kvc_optimized_thread_work();
+    int team_rule = kvc_optimized_team_rule();
     kvc_optimized_set_thread_work(0);
+    kvc_optimized_set_team_rule(spinning_team);
     omp_set_num_threads(threads);
     char count[16];
     snprintf(count, sizeof count, "%d", threads);
     setenv("KVCMP_CANDIDATE_THREADS", count, 1);
+    setenv("KVCMP_CANDIDATE_TEAM_RULE", spinning_team ? "spinning" : "sleeping", 1);
     kvc_backend proxy;
     if (kvc_optimized_backend_is(b)) b = kvc_team_backend(b, threads, &proxy);
     int rc = kvc_run_case(b, c, o, r);
     kvc_optimized_set_thread_work(thread_work);
+    kvc_optimized_set_team_rule(team_rule);
     return rc;
 }
 
@@ -147,7 +154,7 @@ static kvc_fuzz_outcome check_permutation(const kvc_fuzz_target *t, const kvc_ca
     kvc_permute_case_pages(&permuted, v->conditions.permutation_seed, &perm);
     v->conditions.permuted = 1;
     kvc_run_result r;
-    run_with_threads(t->candidate, &permuted, o, v->conditions.threads, &r);
+    run_with_threads(t->candidate, &permuted, o, v->conditions.threads, v->conditions.spinning_team, &r);
     kvc_fuzz_outcome outcome = KVC_FUZZ_PASS;
     if (candidate_failed_alone(&r, v)) {
         outcome = KVC_FUZZ_FAIL;
@@ -330,6 +337,8 @@ static void draw_conditions(const kvc_fuzz_target *t, kvc_rng *rng, kvc_fuzz_con
         k->page_padding = t->replay_padding;
         k->canary = 0xA5;
     }
+    /* Drawn last, so that the draws above are those of older campaigns. */
+    k->spinning_team = kvc_rng_chance(rng, 1, 2);
 }
 
 static void draw_all_conditions(const kvc_fuzz_target *t, uint64_t salt, kvc_rng *rng, kvc_fuzz_conditions *k) {
@@ -356,7 +365,7 @@ static kvc_fuzz_outcome check_threads(const kvc_fuzz_target *t, const kvc_case *
     int threads = v->conditions.threads, other_threads = other_thread_count(t, rng, threads);
     v->conditions.other_threads = other_threads;
     kvc_run_result other;
-    run_with_threads(t->candidate, c, o, other_threads, &other);
+    run_with_threads(t->candidate, c, o, other_threads, v->conditions.spinning_team, &other);
     char diff[700];
     kvc_fuzz_outcome outcome = KVC_FUZZ_PASS;
     if (candidate_failed_alone(&other, v))
@@ -399,7 +408,7 @@ kvc_fuzz_outcome kvc_fuzz_check_case(const kvc_fuzz_target *t, const kvc_case *c
     kvc_run_result ref, cand;
     kvc_run_case(t->reference, c, &ref_options, &ref);
     uint8_t *inputs = snapshot_inputs(c);
-    run_with_threads(t->candidate, c, &cand_options, v->conditions.threads, &cand);
+    run_with_threads(t->candidate, c, &cand_options, v->conditions.threads, v->conditions.spinning_team, &cand);
     v->reference_status = ref.status;
     v->candidate_status = cand.status;
     kvc_fuzz_outcome outcome = inputs_written(c, inputs, v) ? KVC_FUZZ_FAIL : compare_runs(t, c, &ref, &cand, v);

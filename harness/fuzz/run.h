@@ -33,6 +33,8 @@ typedef struct {
     uint8_t canary;
     int threads;              /* the candidate's OpenMP threads */
     int other_threads;        /* > 0: the thread check's second count */
+    int spinning_team;        /* the optimized backend's team rule (kvc_optimized_set_team_rule):
+                                 1 spinning (static ranges, token checks over the team), 0 sleeping */
     int permuted;             /* 1: the permutation check ran */
     uint64_t permutation_seed;/* its pages' permutation (kvc_permute_case_pages) */
     uint64_t alias_seed;      /* != 0: the case also gets the aliased-buffers check

@@ -40,6 +40,8 @@ int kvc_replay_conditions_read(const kvc_case *c, kvc_replay_conditions *k, char
         const cJSON *threads = cJSON_GetObjectItemCaseSensitive(replay, "threads");
         const cJSON *seed = cJSON_GetObjectItemCaseSensitive(replay, "permutation_seed");
         const cJSON *alias = cJSON_GetObjectItemCaseSensitive(replay, "alias_seed");
+        const cJSON *rule = cJSON_GetObjectItemCaseSensitive(replay, "team_rule");
+        const char *rule_name = cJSON_GetStringValue(rule);
         if (!cJSON_IsObject(replay)) rc = bad(error, size, "must be an object");
         else if (padding && (!cJSON_IsNumber(padding) || padding->valuedouble < 0 || (int64_t)padding->valuedouble % 4))
             rc = bad(error, size, "\"page_padding\" must be a non-negative multiple of 4 (SPEC.md 8: fp32 caches need 4-byte aligned page strides)");
@@ -49,12 +51,15 @@ int kvc_replay_conditions_read(const kvc_case *c, kvc_replay_conditions *k, char
             rc = bad(error, size, "\"permutation_seed\" must be a string holding a number, e.g. \"0x1f\"");
         else if (alias && (!cJSON_IsString(alias) || sscanf(alias->valuestring, "%lli", (long long *)&k->alias_seed) != 1 || !k->alias_seed))
             rc = bad(error, size, "\"alias_seed\" must be a string holding a non-zero number, e.g. \"0x1f\"");
+        else if (rule && (!rule_name || (strcmp(rule_name, "spinning") != 0 && strcmp(rule_name, "sleeping") != 0)))
+            rc = bad(error, size, "\"team_rule\" must be \"spinning\" or \"sleeping\"");
         else if (threads) rc = read_threads(threads, k, error, size);
         if (rc == 0) {
             if (padding) k->page_padding = (int64_t)padding->valuedouble;
             if (canary) k->canary = canary->valueint;
             k->permuted = seed != NULL;
             k->aliased = alias != NULL;
+            if (rule_name) k->team_rule = strcmp(rule_name, "spinning") == 0 ? 1 : 2;
         }
     }
     cJSON_Delete(meta);

@@ -21,6 +21,7 @@ typedef struct {
     uint64_t permutation_seed;
     int aliased;              /* the aliased-buffers check (SPEC.md 8.1) ran */
     uint64_t alias_seed;
+    int team_rule;            /* the optimized backend's: 0 not recorded, 1 spinning, 2 sleeping */
 } kvc_replay_conditions;
 
 /* Reads c->meta_json's "replay"; 0, or -1 with a message naming the field. */

@@ -27,6 +27,7 @@
 #include "harness/report/junit.h"
 #include "harness/report/run_info.h"
 #include "harness/replay/conditions.h"
+#include "optimized/optimized.h"
 
 void kvc_case_source_label(const kvc_case *c, char *out, size_t size) {
     size_t n = strcspn(c->source, " :(");
@@ -145,6 +146,14 @@ static int judge_case(const char *dir, const kvc_case *c, const kvc_replay_optio
                            .canary = k.canary >= 0 ? (uint8_t)k.canary : 0xA5, .keep_outputs_on_error = 1};
     int threads_before = omp_get_max_threads();
     if (k.num_threads) omp_set_num_threads(k.threads[0]);
+    /* A case the fuzzer found on the optimized backend ran with every
+     * allowed thread under a team rule: the same here. */
+    double thread_work = kvc_optimized_thread_work();
+    int team_rule = kvc_optimized_team_rule();
+    if (k.team_rule) {
+        kvc_optimized_set_thread_work(0);
+        kvc_optimized_set_team_rule(k.team_rule == 1);
+    }
     kvc_run_result result;
     int rc = kvc_run_case(options->backend, c, &run, &result), verdict = 1;
     if (!case_has_expected_outputs(c)) {
@@ -175,6 +184,8 @@ static int judge_case(const char *dir, const kvc_case *c, const kvc_replay_optio
         }
     }
     omp_set_num_threads(threads_before);
+    kvc_optimized_set_thread_work(thread_work);
+    kvc_optimized_set_team_rule(team_rule);
     char note[96];
     kvc_replay_conditions_describe(&k, note, sizeof note);
     size_t n = strlen(detail);

@@ -23,6 +23,10 @@
  * kernel that picks its thread count (or tiling) by a work threshold of
  * its own should use that many threads whenever it is set, however small
  * the call, so that the fuzzer's 1-vs-N check reaches its parallel path.
+ * KVCMP_CANDIDATE_TEAM_RULE says, per call, "spinning" or "sleeping": a
+ * kernel whose split depends on how its threads wait (OMP_WAIT_POLICY,
+ * which libgomp reads once per process) may take its split from it, so
+ * that both splits are fuzzed in one campaign.
  *
  * Compatibility: version 1 is this layout.  A later version appends
  * members only; the loader accepts a table whose abi_version it knows
