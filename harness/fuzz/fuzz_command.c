@@ -55,10 +55,13 @@ static void usage(FILE *out) {
             "  --timeout S (default %g): a case that takes longer kills its worker and fails as timeout;\n"
             "  --rss-limit-mb M (default %d): a worker (with its Python interpreter) past it after a case\n"
             "  fails that case as memory.  Either way the case is saved and a new worker carries on.\n"
-            "  SIGINT/SIGTERM stop the workers, keep the failures found and write the summary marked\n"
-            "  interrupted (exit 130/143; a second signal stops at once).\n"
+            "  SIGHUP/SIGINT/SIGTERM stop the workers, keep the failures found and write the summary marked\n"
+            "  interrupted (exit 129/130/143; a second signal stops at once).\n"
+            "  The candidate's start-up counts against --seconds.  The summary says why the campaign\n"
+            "  stopped (every case ran, --seconds ran out, --max-failures reached, interrupted).\n"
             "  Exit status: 0 no failure, 1 failures, 2 bad options or a candidate that offers no stage,\n"
-            "  3 a case or the summary could not be written.\n",
+            "  3 a case or the summary could not be written, 4 no verdict (no case compared, fewer than\n"
+            "  asked, or a --stage item whose cases were all skipped).\n",
             MAX_JOBS, KVC_DEFAULT_TIMEOUT_SECONDS, KVC_DEFAULT_RSS_LIMIT_MB);
 }
 

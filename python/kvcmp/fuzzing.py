@@ -89,13 +89,22 @@ class Signature:
 
 
 class FuzzSummary:
-    """The campaign's summary (its JSON file, parsed): cases,
-    cases_per_second, signatures (each with cause, count, smallest saved
-    case and REPRO lines), exit_code (0 pass, 1 failures), output."""
+    """The campaign's summary (its JSON file, parsed): cases, compared
+    (the cases run through both sides), cases_per_second, signatures (each
+    with cause, count, smallest saved case and REPRO lines), exit_code (0
+    pass, 1 failures, 3 an output not written, 4 no verdict: no case or
+    fewer than asked compared, 128+N interrupted by signal N), verdict
+    ("pass", "fail", "no-verdict", "interrupted", "write-failed"),
+    stopped_by ("cases", "time", "max-failures", "interrupted", ...),
+    no_verdict (why, when there is none), output."""
 
     def __init__(self, data, exit_code, json_path, output=""):
         self.data = data
         self.exit_code = exit_code
+        self.verdict = data.get("verdict")
+        self.stopped_by = data.get("stopped_by")
+        self.no_verdict = data.get("no_verdict", "")
+        self.compared = int(data.get("compared", 0))
         self.json_path = json_path
         self.output = output
         self.cases = int(data.get("cases", 0))
@@ -111,12 +120,18 @@ class FuzzSummary:
 
     @property
     def ok(self):
-        return self.exit_code == 0
+        """Only a campaign that compared every case it was asked for, and
+        failed none, passes: the process's exit status and the summary's
+        own verdict must both say so."""
+        return self.exit_code == 0 and self.data.get("exit_status") == 0 and self.verdict == "pass" and self.compared > 0
 
     def report(self):
         lines = ["fuzz: %d cases in %.1f s (%.0f cases/s), candidate %s, seed %s: %d failure%s, %d signature%s" % (
             self.cases, self.seconds, self.cases_per_second, self.candidate, self.seed, self.failures,
             "" if self.failures == 1 else "s", len(self.signatures), "" if len(self.signatures) == 1 else "s")]
+        lines.append("fuzz: verdict %s (exit status %d), stopped by %s" % (self.verdict, self.exit_code, self.stopped_by))
+        if self.no_verdict:
+            lines.append("fuzz: NO VERDICT: %s" % self.no_verdict)
         for i, s in enumerate(self.signatures, 1):
             lines.append("  [%d] %s  (%d failure%s)" % (i, s.key, s.count, "" if s.count == 1 else "s"))
             if s.explained_by:

@@ -5,6 +5,7 @@
  * with exit status 2; a saved case replays through the same candidate.
  * The workers run Debian's /usr/bin/python3 over this checkout's package
  * (tests/python/test_engine.py covers the rest from Python). */
+#include <cjson/cJSON.h>
 #include <dirent.h>
 #include <limits.h>
 
@@ -35,6 +36,36 @@ static captured_run fuzz_python(const char *candidate, const char *stage, const 
     char *argv[] = {"--candidate", (char *)candidate, "--stage", (char *)stage, "--cases", (char *)cases, "--jobs", "1", "--seed", "3",
                     "--out", (char *)out, "--shrink-seconds", "0.5", "--timeout", "30", "--quiet"};
     return run_fuzz(ARGC(argv), argv);
+}
+
+/* A candidate whose import outlasts --seconds: its start-up counts
+ * against the budget, no case runs, and a campaign that compared nothing
+ * is no verdict (exit status 4), never a pass. */
+Test(pyworker, a_start_up_longer_than_seconds_is_no_verdict, .timeout = 120) {
+    python_worker_environment();
+    char dir[64], script[128], candidate[160], json[128];
+    support_temp_dir(dir, sizeof dir);
+    snprintf(script, sizeof script, "%s/slow.py", dir);
+    snprintf(json, sizeof json, "%s/fuzz.json", dir);
+    support_write_text(script, "import time\ntime.sleep(2)\nimport kvcmp\n\ndef candidate(case):\n    return kvcmp.reference(case)\n");
+    snprintf(candidate, sizeof candidate, "py:%s:candidate", script);
+    char *argv[] = {"--candidate", candidate, "--stage", "v41.rope_plain_insert", "--seconds", "1", "--jobs", "1", "--json", json,
+                    "--quiet"};
+    captured_run run = run_fuzz(ARGC(argv), argv);
+    cr_expect_eq(run.status, 4, "stdout:\n%s\nstderr:\n%s", run.out, run.err);
+    expect_contains(run.out, "fuzz: 0 cases in ", "stdout");
+    expect_contains(run.out, "fuzz: NO VERDICT (exit status 4): no case ran within --seconds 1: the candidate's start-up took all of it",
+                    "stdout");
+    char *text = support_read_file(json);
+    cJSON *root = cJSON_Parse(text);
+    cr_assert_not_null(root, "%s", text);
+    cr_expect(cJSON_IsNull(cJSON_GetObjectItem(root, "startup_seconds")), "%s", text);
+    cr_expect_geq(cJSON_GetNumberValue(cJSON_GetObjectItem(root, "seconds")), 2.0, "the import's 2 s are not counted: %s", text);
+    cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(root, "verdict")), "no-verdict");
+    cJSON_Delete(root);
+    free(text);
+    support_free_run(&run);
+    support_remove_tree(dir);
 }
 
 Test(pyworker, a_correct_candidate_passes_every_stage, .timeout = 120) {

@@ -157,13 +157,15 @@ Test(junit_commands, fuzz_failures_and_skipped_stages, .timeout = 120) {
     expect_contains(seen, " --page-padding ", "junit");   /* the padding the crashing check drew */
     free(seen);
     support_free_run(&run);
-    /* A stage the candidate lacks: a skipped testcase, not a pass. */
+    /* A --stage the candidate lacks: a skipped testcase, not a pass, and
+     * no verdict (exit status 4): a failed testcase of the campaign's own. */
     char *skip[] = {"--seed", "2", "--cases", "4", "--jobs", "1", "--candidate", partial, "--stage", "v41.rope_quant",
                     "--save", "", "--json", json, "--junit", junit, "--quiet"};
     run = run_fuzz(ARGC(skip), skip);
-    cr_expect_eq(run.status, 0, "%s%s", run.out, run.err);
+    cr_expect_eq(run.status, 4, "%s%s", run.out, run.err);
     seen = junit_summary(junit);
-    expect_contains(seen, "1 0 1 1 0\n", "junit");
+    expect_contains(seen, "2 1 1 2 1\n", "junit");
+    expect_contains(seen, "fuzz.campaign | cases compared\nall 4 cases were skipped: candidate ", "junit");
     free(seen);
     support_free_run(&run);
     /* An unwritable JUnit file. */
