@@ -458,7 +458,7 @@ static int replay_case_isolated(const char *dir, const kvc_replay_options *optio
 static void usage(FILE *out) {
     fprintf(out,
             "usage: kvcmp replay [--impl ref|opt|LIB.so|py:FILE.py:FUNCTION] [--policy exact|vllm] [--page-padding BYTES]\n"
-            "                    [--stage LIST] [--timeout SECONDS] [--rss-limit-mb MB] [--junit FILE] [--quiet]\n"
+            "                    [--stage LIST] [--timeout SECONDS] [--rss-limit-mb MB] [--junit FILE] [--skip LIST] [--quiet]\n"
             "                    [--conformance] PATH...\n"
             "       kvcmp replay (--outputs DIR | --outputs-in-case) [--policy exact|vllm] [--junit FILE] [--quiet] PATH...\n"
             "  PATH is a case directory (with case.json) or a tree of them; options may also follow\n"
@@ -474,14 +474,19 @@ static void usage(FILE *out) {
             "  says crashed, says rejected where the reference runs, or says ran where the reference\n"
             "  rejects (SPEC.md section 10). Two case directories of one name under --outputs fail.\n"
             "  The walk never follows a symlink below PATH (each is a FAIL line) and never reads a case\n"
-            "  file through one; an entry it cannot read is a FAIL line too.\n"
+            "  file through one; an entry it cannot read is a FAIL line too, and so are a hidden\n"
+            "  directory, a FIFO, socket or device, and (in a tree with cases) a directory with files but\n"
+            "  no case.json and no case below it.  --skip NAME[,NAME...] skips such entries by name or\n"
+            "  path instead (each a SKIP line).  Hidden files (.gitkeep) are passed over.\n"
             "  --stage LIST: only cases of these variants (name prefixes as in kvcmp fuzz --stage,\n"
             "  see kvcmp fuzz --list). Cases of a stage the implementation does not offer are skipped.\n"
             "  --junit FILE: JUnit XML for CI, one testcase per case (its source the class), a failure's\n"
             "  message the classified difference and its text the __REPRO line.\n"
             "  --impl LIB.so runs each case in a process of its own: a crash is that case's FAIL line\n"
             "  and the tree goes on; a case past --timeout (default %g s) or --rss-limit-mb (default\n"
-            "  %d) is stopped and fails as timeout or memory.\n",
+            "  %d) is stopped and fails as timeout or memory.\n"
+            "  Exit status: 0 every case passed, 1 a failure (or an entry that is not a case), 2 bad\n"
+            "  options or a JUnit file not written, 4 no case compared (all skipped).\n",
             KVC_DEFAULT_TIMEOUT_SECONDS, KVC_DEFAULT_RSS_LIMIT_MB);
 }
 
@@ -554,6 +559,7 @@ int kvc_cmd_replay(int argc, char **argv) {
         {"junit", KVC_OPT_STRING, .target = &options.junit_path},
         {"timeout", KVC_OPT_DOUBLE, .target = &options.timeout_seconds, .low = 0.001, .high = 1e7},
         {"rss-limit-mb", KVC_OPT_INT64, .target = &options.rss_limit_mb, .min = 1, .max = INT64_C(1) << 30},
+        {"skip", KVC_OPT_STRING, .target = &options.skip_list},
         {NULL},
     };
     const kvc_command_line line = {"replay", table, usage, -1};
@@ -605,6 +611,33 @@ static void report_problem(const kvc_replay_options *options, kvc_replay_totals 
     kvc_junit_fail(options->junit, classname, shown.dir, 0, label, shown.detail, shown.detail);
 }
 
+/* Whether --skip names the entry at path: an item equal to the path, or
+ * to its last component. */
+static int skip_named(const char *skip_list, const char *path) {
+    if (!skip_list) return 0;
+    char name[256];
+    kvc_case_dir_name(path, name, sizeof name);
+    for (const char *item = skip_list; *item;) {
+        size_t n = strcspn(item, ",");
+        if (n && ((strlen(path) == n && strncmp(path, item, n) == 0) || (strlen(name) == n && strncmp(name, item, n) == 0))) return 1;
+        item += n + (item[n] == ',');
+    }
+    return 0;
+}
+
+/* An entry the walk reported, named by --skip: a SKIP line and a skipped
+ * testcase, counted as skipped. */
+static void report_skipped(const kvc_replay_options *options, kvc_replay_totals *totals, const char *label, const char *path,
+                           const char *why) {
+    char detail[600];
+    snprintf(detail, sizeof detail, "%.450s; skipped: --skip names it", why);
+    shown_case shown;
+    show(&shown, label, path, detail, "");
+    count_verdict(totals, label, KVC_REPLAY_SKIP);
+    if (!options->quiet) print_case_line("SKIP", &shown, 0);
+    if (options->junit) junit_case(options->junit, KVC_REPLAY_SKIP, &shown, 0);
+}
+
 /* Under --outputs the outputs of case directory .../CASE are OUTPUTS/CASE:
  * two directories named CASE would be judged by one runner's outputs. */
 static void report_name_clashes(const kvc_replay_options *options, kvc_replay_totals *totals, const kvc_case_walk *walks,
@@ -622,8 +655,9 @@ static void report_name_clashes(const kvc_replay_options *options, kvc_replay_to
     free(pairs);
 }
 
-/* Replays every case under the paths; 0 when all passed, else 1 (2 when
- * the backend cannot be loaded). */
+/* Replays every case under the paths; 0 when all passed, 1 when one
+ * failed or an entry was not a case, 2 when the backend cannot be loaded
+ * (or the JUnit file not written), 4 when no case was compared. */
 static int replay_paths(char **paths, int num_paths, kvc_replay_options *options_in) {
     kvc_replay_options options = *options_in;
     char error[512];
@@ -638,8 +672,11 @@ static int replay_paths(char **paths, int num_paths, kvc_replay_options *options
     kvc_case_walk walks[num_paths > 0 ? num_paths : 1];
     for (int i = 0; i < num_paths; i++) {
         kvc_walk_cases(paths[i], &walks[i]);
-        for (int k = 0; k < walks[i].num_refused; k++)
-            report_problem(&options, &totals, "unreadable", walks[i].refused[k].path, walks[i].refused[k].why);
+        for (int k = 0; k < walks[i].num_refused; k++) {
+            const kvc_refusal *r = &walks[i].refused[k];
+            if (skip_named(options.skip_list, r->path)) report_skipped(&options, &totals, r->kind, r->path, r->why);
+            else report_problem(&options, &totals, r->kind, r->path, r->why);
+        }
         if (walks[i].count == 0 && walks[i].num_refused == 0) {
             fprintf(stderr, "kvcmp replay: no case directory (with case.json) under %s\n", paths[i]);
             totals.failed++;
@@ -661,7 +698,15 @@ static int replay_paths(char **paths, int num_paths, kvc_replay_options *options
         for (int i = 0; i < totals.num_sources; i++)
             print_counts("source ", totals.sources[i].source, totals.sources[i].passed, totals.sources[i].failed,
                          totals.sources[i].skipped, totals.sources[i].known);
+    /* Skipped cases are no evidence: a replay that compared none has no verdict. */
+    int none_compared = !totals.failed && totals.passed + totals.known == 0;
+    if (none_compared && options.junit)
+        kvc_junit_fail(options.junit, "replay.run", "cases compared", 0, "no-verdict", "no case was compared: every case was skipped",
+                       "no case was compared: every case was skipped");
     print_counts("", NULL, totals.passed, totals.failed, totals.skipped, totals.known);
+    if (none_compared)
+        printf("replay: NO VERDICT (exit status 4): no case was compared (%d skipped); replay with an implementation that offers "
+               "their stages, or name a tree that has cases\n", totals.skipped);
     int junit_failed = options.junit && write_junit(&options, paths, num_paths);
-    return totals.failed ? 1 : junit_failed ? 2 : 0;
+    return totals.failed ? 1 : junit_failed ? 2 : none_compared ? 4 : 0;
 }
