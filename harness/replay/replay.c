@@ -75,10 +75,17 @@ static int case_has_expected_outputs(const kvc_case *c) {
     return 0;
 }
 
-/* 0 when the stage rejected the case and left every output byte as it was. */
+/* 0 when the stage rejected the case and left every output byte as it was.
+ * A candidate that raised, crashed or lost its device did not reject the
+ * case: it failed, whatever the reference does with it. */
 static int expected_rejection(const kvc_case *c, const kvc_run_result *result, char *detail, size_t size) {
     if (result->status == KVC_OK) {
         snprintf(detail, size, "the case has no expected outputs (an input to reject), but the stage accepted it");
+        return 1;
+    }
+    if (result->status < KVC_ERR_PARAM || result->status > KVC_ERR_METADATA) {
+        snprintf(detail, size, "%s instead of a rejection (the case has no expected outputs: an input to reject): %s",
+                 kvc_status_name(result->status), result->error.message);
         return 1;
     }
     for (int i = 0; i < result->num_outputs; i++) {

@@ -159,3 +159,47 @@ Test(pyworker, what_cannot_be_loaded_is_refused, .timeout = 120) {
     cr_expect_eq(entries, 0, "a refused campaign wrote into its --out folder %s", dir);
     support_remove_tree(dir);
 }
+
+/* A case every implementation must reject (no expected outputs): a
+ * rejection passes it; an exception, a crash or a lost device is no
+ * rejection and fails it, whatever the reference does. */
+Test(pyworker, a_fault_is_never_an_expected_rejection, .timeout = 120) {
+    python_worker_environment();
+    char dir[64], script[128], cases[128];
+    support_temp_dir(dir, sizeof dir);
+    snprintf(script, sizeof script, "%s/faults.py", dir);
+    snprintf(cases, sizeof cases, "%s/cases", dir);
+    support_write_text(script,
+                       "import os\n"
+                       "import kvcmp\n\n"
+                       "def rejects(case):\n    raise kvcmp.Rejected('slot out of range')\n\n"
+                       "def device_lost(case):\n    raise RuntimeError('CUDA error: an illegal memory access was encountered')\n\n"
+                       "def raises(case):\n    raise ZeroDivisionError('division by zero')\n\n"
+                       "def aborts(case):\n    os.abort()\n");
+    kvc_case c;
+    char error[512], case_dir[256];
+    support_make_index_error_case("v41.rope_plain_insert/bf16", 6, "slot_mapping", "kv_cache", &c);
+    snprintf(case_dir, sizeof case_dir, "%s/must-reject", cases);
+    cr_assert_eq(kvc_case_save(case_dir, &c, error, sizeof error), 0, "%s", error);
+    kvc_case_free(&c);
+    static const struct {
+        const char *function;
+        int status;
+        const char *needle;
+    } kinds[] = {
+        {"rejects", 0, "rejected as expected, nothing written"},
+        {"device_lost", 1, "device-lost instead of a rejection"},
+        {"raises", 1, "candidate-error instead of a rejection"},
+        {"aborts", 1, "crashed instead of a rejection"},
+    };
+    for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++) {
+        char candidate[200];
+        snprintf(candidate, sizeof candidate, "py:%s:%s", script, kinds[i].function);
+        char *argv[] = {"--impl", candidate, "--timeout", "30", cases};
+        captured_run run = support_capture(kvc_cmd_replay, ARGC(argv), argv);
+        cr_expect_eq(run.status, kinds[i].status, "%s: stdout:\n%s\nstderr:\n%s", kinds[i].function, run.out, run.err);
+        expect_contains(run.out, kinds[i].needle, kinds[i].function);
+        support_free_run(&run);
+    }
+    support_remove_tree(dir);
+}
