@@ -16,6 +16,7 @@
 #include <omp.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -507,24 +508,87 @@ static void clear_progress(campaign *c) {
     if (c->progress_shown && isatty(STDERR_FILENO)) fprintf(stderr, "\r%100s\r", "");
 }
 
-/* The command that regenerates and re-checks exactly one case. */
+/* A command line built word by word: options as they are, values
+ * shell-quoted (kvc_shell_quote), so that a path with spaces, quotes or
+ * $(...) reproduces and runs nothing else. */
+typedef struct {
+    char *out;
+    size_t size, n;
+    int overflow;
+} command_line;
+
+static void add_text(command_line *l, const char *text) {
+    size_t k = strlen(text);
+    if (l->n + k >= l->size) { l->overflow = 1; return; }
+    memcpy(l->out + l->n, text, k + 1);
+    l->n += k;
+}
+
+static void add_word(command_line *l, const char *word) {
+    char quoted[4 * PATH_MAX + 8];
+    if (kvc_shell_quote(word, quoted, sizeof quoted) >= sizeof quoted) { l->overflow = 1; return; }
+    add_text(l, " ");
+    add_text(l, quoted);
+}
+
+static void add_option(command_line *l, const char *option, const char *format, ...) __attribute__((format(printf, 3, 4)));
+static void add_option(command_line *l, const char *option, const char *format, ...) {
+    char value[4 * PATH_MAX];
+    va_list ap;
+    va_start(ap, format);
+    int k = vsnprintf(value, sizeof value, format, ap);
+    va_end(ap);
+    if (k < 0 || (size_t)k >= sizeof value) { l->overflow = 1; return; }
+    add_text(l, " ");
+    add_text(l, option);
+    add_word(l, value);
+}
+
+/* Ends a command line: one that did not fit is a shell comment that says
+ * so (still valid shell, running nothing). */
+static void finish_command(command_line *l, const char *what) {
+    if (l->overflow) snprintf(l->out, l->size, "# the %s command is longer than %zu bytes: see the options of the summary's \"campaign\"",
+                              what, l->size);
+}
+
+/* The command that regenerates and re-checks exactly one case.  Its
+ * summary goes to a file of its own (--json OUT/fuzz-only-N.json by
+ * default): never over the campaign's. */
 static void repro_fuzz(const campaign *c, int64_t index, char *out, size_t size) {
     const fuzz_options *o = c->o;
-    int n = snprintf(out, size, "%s fuzz --seed %llu --only %lld --candidate %s --policy %s", o->command, (unsigned long long)o->seed,
-                     (long long)index, o->candidate_name, policy_name(o->policy));
-    if (o->threads_given && n < (int)size) n += snprintf(out + n, size - (size_t)n, " --threads %d", o->threads);
-    if (o->invalid_per_mille != DEFAULT_INVALID_PER_MILLE && n < (int)size)
-        n += snprintf(out + n, size - (size_t)n, " --invalid-rate %d", o->invalid_per_mille);
-    if (o->metamorphic_per_mille != DEFAULT_METAMORPHIC_PER_MILLE && n < (int)size)
-        n += snprintf(out + n, size - (size_t)n, " --metamorphic-rate %d", o->metamorphic_per_mille);
-    if (o->geometry_pool && n < (int)size) n += snprintf(out + n, size - (size_t)n, " --geometry-pool %d", o->geometry_pool);
-    if (strcmp(o->out_dir, "kvcmp-out") != 0 && n < (int)size) n += snprintf(out + n, size - (size_t)n, " --out %s", o->out_dir);
-    if (o->stage_list && n < (int)size) n += snprintf(out + n, size - (size_t)n, " --stage %s", o->stage_list);
-    if (o->family_list && n < (int)size) n += snprintf(out + n, size - (size_t)n, " --family %s", o->family_list);
-    if (o->limits.timeout_seconds != KVC_DEFAULT_TIMEOUT_SECONDS && n < (int)size)
-        n += snprintf(out + n, size - (size_t)n, " --timeout %g", o->limits.timeout_seconds);
-    if (o->limits.rss_limit_mb != KVC_DEFAULT_RSS_LIMIT_MB && n < (int)size)
-        snprintf(out + n, size - (size_t)n, " --rss-limit-mb %lld", (long long)o->limits.rss_limit_mb);
+    command_line l = {.out = out, .size = size};
+    out[0] = 0;
+    add_text(&l, o->command);
+    add_text(&l, " fuzz");
+    add_option(&l, "--seed", "%llu", (unsigned long long)o->seed);
+    add_option(&l, "--only", "%lld", (long long)index);
+    add_option(&l, "--candidate", "%s", o->candidate_name);
+    add_option(&l, "--policy", "%s", policy_name(o->policy));
+    if (o->threads_given) add_option(&l, "--threads", "%d", o->threads);
+    if (o->invalid_per_mille != DEFAULT_INVALID_PER_MILLE) add_option(&l, "--invalid-rate", "%d", o->invalid_per_mille);
+    if (o->metamorphic_per_mille != DEFAULT_METAMORPHIC_PER_MILLE) add_option(&l, "--metamorphic-rate", "%d", o->metamorphic_per_mille);
+    if (o->geometry_pool) add_option(&l, "--geometry-pool", "%d", o->geometry_pool);
+    if (strcmp(o->out_dir, "kvcmp-out") != 0) add_option(&l, "--out", "%s", o->out_dir);
+    if (o->stage_list) add_option(&l, "--stage", "%s", o->stage_list);
+    if (o->family_list) add_option(&l, "--family", "%s", o->family_list);
+    if (o->limits.timeout_seconds != KVC_DEFAULT_TIMEOUT_SECONDS) add_option(&l, "--timeout", "%g", o->limits.timeout_seconds);
+    if (o->limits.rss_limit_mb != KVC_DEFAULT_RSS_LIMIT_MB) add_option(&l, "--rss-limit-mb", "%lld", (long long)o->limits.rss_limit_mb);
+    finish_command(&l, "fuzz");
+}
+
+/* The command that replays a saved case through the candidate. */
+static void repro_replay(const campaign *c, int64_t page_padding, const char *saved, char *out, size_t size) {
+    const fuzz_options *o = c->o;
+    command_line l = {.out = out, .size = size};
+    out[0] = 0;
+    add_text(&l, o->command);
+    add_text(&l, " replay");
+    add_option(&l, "--impl", "%s", o->candidate_name);
+    add_option(&l, "--policy", "%s", policy_name(o->policy));
+    add_option(&l, "--page-padding", "%lld", (long long)page_padding);
+    add_text(&l, " --");
+    add_word(&l, saved);
+    finish_command(&l, "replay");
 }
 
 static failure *find_failure(campaign *c, int64_t index) {
@@ -585,8 +649,7 @@ static void on_saved(campaign *c, const message *m) {
         f->page_padding = m->page_padding;
     }
     char repro[900];
-    snprintf(repro, sizeof repro, "%.300s replay --impl %s --policy %s --page-padding %lld %s", c->o->command, c->o->candidate_name,
-             policy_name(c->o->policy), (long long)m->page_padding, m->saved);
+    repro_replay(c, m->page_padding, m->saved, repro, sizeof repro);
     kvc_signature_entry *e = kvc_signature_list_find(&c->signatures, f ? f->result.signature.key : m->signature.key);
     if (e) kvc_signature_list_saved(e, m->index, m->tokens_after, m->saved, repro);
     kvc_signature_list_explain(&c->signatures, f ? f->result.signature.key : m->signature.key, &m->signature);
@@ -777,9 +840,11 @@ static void print_summary(campaign *c, double elapsed) {
     const char *example = NULL;
     for (int i = 0; i < c->num_failures_listed && !example; i++)
         if (c->failures_list[i].saved[0] && c->failures_list[i].saved[0] != '(') example = c->failures_list[i].saved;
-    if (example)
+    char quoted_example[4 * PATH_MAX + 8], quoted_candidate[4 * PATH_MAX + 8];
+    if (example && kvc_shell_quote(example, quoted_example, sizeof quoted_example) < sizeof quoted_example &&
+        kvc_shell_quote(c->o->candidate_name, quoted_candidate, sizeof quoted_candidate) < sizeof quoted_candidate)
         printf("fuzz: to keep a case as a regression, copy it into your repository's regressions folder (cp -r %s REGRESSIONS/) "
-               "and gate on %s replay --impl %s REGRESSIONS\n", example, c->o->command, c->o->candidate_name);
+               "and gate on %s replay --impl %s REGRESSIONS\n", quoted_example, c->o->command, quoted_candidate);
 }
 
 static cJSON *tally_json(const tally *t) {
@@ -1436,22 +1501,6 @@ void kvc_campaign_options_init(kvc_campaign_options *o) {
     if (o->jobs > MAX_JOBS) o->jobs = MAX_JOBS;
 }
 
-/* A word the shell reads back as itself. */
-static void shell_word(const char *word, char *out, size_t size) {
-    if (word[strspn(word, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-+=./:,@%")] == 0 && word[0]) {
-        snprintf(out, size, "%s", word);
-        return;
-    }
-    size_t n = 0;
-    if (n + 1 < size) out[n++] = '\'';
-    for (; *word && n + 5 < size; word++) {
-        if (*word == '\'') { memcpy(out + n, "'\\''", 4); n += 4; }
-        else out[n++] = *word;
-    }
-    if (n + 1 < size) out[n++] = '\'';
-    out[n < size ? n : size - 1] = 0;
-}
-
 static int make_directories(const char *path) {
     char buffer[700];
     snprintf(buffer, sizeof buffer, "%s", path);
@@ -1496,7 +1545,7 @@ static int resolve_options(const kvc_campaign_options *in, fuzz_options *o) {
     o->geometry_pool = in->geometry_pool >= 0 ? in->geometry_pool : python_candidate ? 4 : 0;
     if (python_candidate) {
         char python[300];
-        shell_word(kvc_pyworker_python(), python, sizeof python);
+        kvc_shell_quote(kvc_pyworker_python(), python, sizeof python);
         snprintf(o->command, sizeof o->command, "KVCMP_PYTHON=%s %s", python, in->command ? in->command : kvc_invocation());
     } else {
         snprintf(o->command, sizeof o->command, "%s", in->command ? in->command : kvc_invocation());
@@ -1511,7 +1560,10 @@ static int resolve_options(const kvc_campaign_options *in, fuzz_options *o) {
         o->save_dir = o->default_save_dir;
     }
     if (!o->json_path) {
-        snprintf(o->default_json_path, sizeof o->default_json_path, "%s/fuzz-summary.json", o->out_dir);
+        /* A single case (a __REPRO line run in the campaign's --out) writes
+         * a summary of its own, never over the campaign's. */
+        if (o->only >= 0) snprintf(o->default_json_path, sizeof o->default_json_path, "%s/fuzz-only-%lld.json", o->out_dir, (long long)o->only);
+        else snprintf(o->default_json_path, sizeof o->default_json_path, "%s/fuzz-summary.json", o->out_dir);
         o->json_path = o->default_json_path;
     }
     if ((o->save_dir == o->default_save_dir || o->json_path == o->default_json_path) && make_directories(o->out_dir)) {

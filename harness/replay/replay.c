@@ -324,25 +324,30 @@ static void count_verdict(kvc_replay_totals *totals, const char *label, int verd
 
 /* "KVCMP_PYTHON=... " before a command that runs a py: candidate, so the
  * line runs the interpreter this one did. */
-static const char *python_prefix(const char *impl) {
-    static char prefix[600];
-    if (strncmp(impl, "py:", 3) != 0) return "";
-    snprintf(prefix, sizeof prefix, "KVCMP_PYTHON=%s ", kvc_pyworker_python());
-    return prefix;
-}
-
+/* The command that replays one case as this run did; every value
+ * shell-quoted, the case after "--".  One that does not fit is a shell
+ * comment saying so. */
 static void replay_repro(const kvc_replay_options *options, const char *dir, char *repro, size_t size) {
-    if (options->outputs_dir)
-        snprintf(repro, size, "%s replay --outputs %s --policy %s %s", kvc_invocation(), options->outputs_dir, policy_name(options->policy),
-                 dir);
-    else if (options->outputs_in_case)
-        snprintf(repro, size, "%s replay --outputs-in-case --policy %s %s", kvc_invocation(), policy_name(options->policy), dir);
-    else {
-        char padding[48] = "";
-        if (options->page_padding) snprintf(padding, sizeof padding, " --page-padding %lld", (long long)options->page_padding);
-        snprintf(repro, size, "%s%s replay --impl %s --policy %s%s %s", python_prefix(options->impl_name), kvc_invocation(),
-                 options->impl_name, policy_name(options->policy), padding, dir);
+    char python[600] = "", impl[1200], outputs[4 * PATH_MAX + 8], path[4 * PATH_MAX + 8], padding[48] = "";
+    if (strncmp(options->impl_name, "py:", 3) == 0) {
+        char quoted[560];
+        if (kvc_shell_quote(kvc_pyworker_python(), quoted, sizeof quoted) < sizeof quoted)
+            snprintf(python, sizeof python, "KVCMP_PYTHON=%s ", quoted);
     }
+    int fits = kvc_shell_quote(options->impl_name, impl, sizeof impl) < sizeof impl && kvc_shell_quote(dir, path, sizeof path) < sizeof path &&
+               (!options->outputs_dir || kvc_shell_quote(options->outputs_dir, outputs, sizeof outputs) < sizeof outputs);
+    int n;
+    if (!fits) n = -1;
+    else if (options->outputs_dir)
+        n = snprintf(repro, size, "%s replay --outputs %s --policy %s -- %s", kvc_invocation(), outputs, policy_name(options->policy), path);
+    else if (options->outputs_in_case)
+        n = snprintf(repro, size, "%s replay --outputs-in-case --policy %s -- %s", kvc_invocation(), policy_name(options->policy), path);
+    else {
+        if (options->page_padding) snprintf(padding, sizeof padding, " --page-padding %lld", (long long)options->page_padding);
+        n = snprintf(repro, size, "%s%s replay --impl %s --policy %s%s -- %s", python, kvc_invocation(), impl,
+                     policy_name(options->policy), padding, path);
+    }
+    if (n < 0 || (size_t)n >= size) snprintf(repro, size, "# the replay command is longer than %zu bytes: replay the case named above", size);
 }
 
 /* The verdict, label and detail of a case: what a child replaying it in
