@@ -199,12 +199,49 @@ def fuzz(candidate, quiet=False, json_path=None, args=(), **options):
 
 def stages_of(candidate):
     """The stages a candidate offers (its .stages, else all), for
-    parametrising a test per stage."""
-    from ._worker import offered_stages, resolve
-    if isinstance(candidate, str):
-        spec = candidate_spec(candidate)
-        candidate = resolve(spec[3:]) if spec.startswith("py:") else None
-    return offered_stages(candidate) if candidate is not None else []
+    parametrising a test per stage.  A candidate named by a string
+    (FILE.py:FUNCTION, MODULE:FUNCTION) is asked in an interpreter of its
+    own: its module is never imported into this process, where it could
+    change how kvcmp judges it.  Raises ValueError when it cannot be
+    loaded or is not a Python candidate."""
+    if not isinstance(candidate, str):
+        from ._worker import offered_stages
+        return offered_stages(candidate)
+    spec = candidate_spec(candidate)
+    if not spec.startswith("py:"):
+        raise ValueError("cannot list the stages of %r: kvcmp_stage parametrises a Python candidate "
+                         "(py:FILE.py:FUNCTION or MODULE:FUNCTION)" % candidate)
+    with tempfile.TemporaryDirectory(prefix="kvcmp-stages-") as scratch:
+        answer = os.path.join(scratch, "stages.json")
+        code = ("import json, sys\n"
+                "from kvcmp._worker import offered_stages, resolve\n"
+                "stages = offered_stages(resolve(sys.argv[1]))\n"
+                "with open(sys.argv[2], 'w') as f:\n"
+                "    json.dump(stages, f)\n")
+        done = subprocess.run([sys.executable, "-c", code, spec[3:], answer], env=worker_environment(),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if done.returncode != 0 or not os.path.exists(answer):
+            raise ValueError("cannot load the candidate %s to list its stages (exit %d): %s" % (
+                candidate, done.returncode, (done.stderr or "").strip()[-800:]))
+        with open(answer) as f:
+            stages = json.load(f)
+    if not isinstance(stages, list) or not all(isinstance(s, str) for s in stages):
+        raise ValueError("the candidate %s listed its stages as %r, not a list of names" % (candidate, stages))
+    return stages
+
+
+def passed(summary):
+    """The campaign's verdict from what its process left: its exit status
+    and the summary file it wrote (not an attribute that code in this
+    process could replace).  True only when every case asked was
+    compared and none failed."""
+    try:
+        with open(summary.json_path) as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return False
+    return (type(summary.exit_code) is int and summary.exit_code == 0 and data.get("exit_status") == 0
+            and data.get("verdict") == "pass" and isinstance(data.get("compared"), (int, float)) and data["compared"] > 0)
 
 
 def temporary_out():
