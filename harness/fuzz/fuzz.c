@@ -551,9 +551,10 @@ static void finish_command(command_line *l, const char *what) {
                               what, l->size);
 }
 
-/* The command that regenerates and re-checks exactly one case.  Its
- * summary goes to a file of its own (--json OUT/fuzz-only-N.json by
- * default): never over the campaign's. */
+/* The command that regenerates and re-checks exactly one case (index
+ * >= 0; its summary goes to a file of its own, --json
+ * OUT/fuzz-only-N.json by default, never over the campaign's), or the
+ * whole campaign (index < 0). */
 static void repro_fuzz(const campaign *c, int64_t index, char *out, size_t size) {
     const fuzz_options *o = c->o;
     command_line l = {.out = out, .size = size};
@@ -561,7 +562,10 @@ static void repro_fuzz(const campaign *c, int64_t index, char *out, size_t size)
     add_text(&l, o->command);
     add_text(&l, " fuzz");
     add_option(&l, "--seed", "%llu", (unsigned long long)o->seed);
-    add_option(&l, "--only", "%lld", (long long)index);
+    if (index >= 0 || o->only >= 0) add_option(&l, "--only", "%lld", (long long)(index >= 0 ? index : o->only));
+    else if (o->cases >= 0) add_option(&l, "--cases", "%lld", (long long)o->cases);
+    else add_option(&l, "--seconds", "%g", o->seconds);
+    if (index < 0 && o->shard_count > 1) add_option(&l, "--shard", "%d/%d", o->shard_index, o->shard_count);
     add_option(&l, "--candidate", "%s", o->candidate_name);
     add_option(&l, "--policy", "%s", policy_name(o->policy));
     if (o->threads_given) add_option(&l, "--threads", "%d", o->threads);
@@ -1024,12 +1028,19 @@ static int write_junit(campaign *c, double elapsed, int exit_code) {
     cJSON_AddNumberToObject(info, "compared", (double)(c->cases - c->skipped));
     kvc_junit_properties(j, info);
     cJSON_Delete(info);
-    /* A campaign that proves nothing, or was cut short, is a failed testcase of its own. */
-    if (c->no_verdict[0]) kvc_junit_fail(j, "fuzz.campaign", "cases compared", 0, "no-verdict", c->no_verdict, c->no_verdict);
+    /* A campaign that proves nothing, or was cut short, is a failed
+     * testcase of its own, with the command that runs it again. */
+    char again[900], text[sizeof c->no_verdict + sizeof again + 32];
+    repro_fuzz(c, -1, again, sizeof again);
+    if (c->no_verdict[0]) {
+        snprintf(text, sizeof text, "%s\n  __REPRO: %s\n", c->no_verdict, again);
+        kvc_junit_fail(j, "fuzz.campaign", "cases compared", 0, "no-verdict", c->no_verdict, text);
+    }
     if (c->interrupted) {
         char why[300];
         snprintf(why, sizeof why, "interrupted by %s after %.1f s: the cases listed are all that ran", signal_name(c->interrupted), elapsed);
-        kvc_junit_fail(j, "fuzz.campaign", "campaign finished", 0, "interrupted", why, why);
+        snprintf(text, sizeof text, "%s\n  __REPRO: %s\n", why, again);
+        kvc_junit_fail(j, "fuzz.campaign", "campaign finished", 0, "interrupted", why, text);
     }
     /* One failed testcase per signature, not per failing case: one bug
      * is one red line however many cases show it.  Its message is the
@@ -1046,7 +1057,10 @@ static int write_junit(campaign *c, double elapsed, int exit_code) {
         diagnosed_message(e, x ? x->result.detail : e->signature.key, message, sizeof message);
         kvc_junit_fail(j, classname, e->signature.key, 0, e->signature.check, message, text);
     }
-    if (c->broken[0]) kvc_junit_fail(j, "fuzz.campaign", "every case run once", 0, "accounting", c->broken, c->broken);
+    if (c->broken[0]) {
+        snprintf(text, sizeof text, "%.600s\n  __REPRO: %s\n", c->broken, again);
+        kvc_junit_fail(j, "fuzz.campaign", "every case run once", 0, "accounting", c->broken, text);
+    }
     for (int v = 0; v < kvc_variant_count(); v++) {
         const tally *t = &c->by_variant[v];
         char classname[96], name[96];

@@ -712,9 +712,18 @@ static int replay_paths(char **paths, int num_paths, kvc_replay_options *options
                          totals.sources[i].skipped, totals.sources[i].known);
     /* Skipped cases are no evidence: a replay that compared none has no verdict. */
     int none_compared = !totals.failed && totals.passed + totals.known == 0;
-    if (none_compared && options.junit)
-        kvc_junit_fail(options.junit, "replay.run", "cases compared", 0, "no-verdict", "no case was compared: every case was skipped",
-                       "no case was compared: every case was skipped");
+    if (none_compared && options.junit) {
+        /* The command that runs this replay again, paths quoted after "--". */
+        char text[4096], quoted[4 * PATH_MAX + 8];
+        int n = snprintf(text, sizeof text, "no case was compared: every case was skipped\n  __REPRO: %s replay", kvc_invocation());
+        const char *words[] = {"--impl", options.impl_name, "--"};
+        for (int i = 0; i < 3 + num_paths && n > 0 && (size_t)n < sizeof text; i++) {
+            const char *word = i < 3 ? words[i] : paths[i - 3];
+            if (kvc_shell_quote(word, quoted, sizeof quoted) < sizeof quoted) n += snprintf(text + n, sizeof text - (size_t)n, " %s", quoted);
+        }
+        if (n > 0 && (size_t)n < sizeof text) snprintf(text + n, sizeof text - (size_t)n, "\n");
+        kvc_junit_fail(options.junit, "replay.run", "cases compared", 0, "no-verdict", "no case was compared: every case was skipped", text);
+    }
     print_counts("", NULL, totals.passed, totals.failed, totals.skipped, totals.known);
     if (none_compared)
         printf("replay: NO VERDICT (exit status 4): no case was compared (%d skipped); replay with an implementation that offers "
