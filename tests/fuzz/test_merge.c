@@ -290,6 +290,19 @@ static void fewer_cases(cJSON *root) {
 static void other_version(cJSON *root) {
     cJSON_ReplaceItemInObject(cJSON_GetObjectItem(root, "campaign"), "kvcmp_version", cJSON_CreateString("kvcmp 0.9.0"));
 }
+static void no_identity(cJSON *root) { cJSON_DeleteItemFromObject(root, "campaign"); }
+static void seed_not_decimal(cJSON *root) {
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(root, "campaign"), "seed", cJSON_CreateString("0x5"));
+}
+static void shard_past_count(cJSON *root) {
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(root, "campaign"), "shard_index", cJSON_CreateNumber(3));
+}
+static void top_candidate_edited(cJSON *root) { cJSON_ReplaceItemInObject(root, "candidate", cJSON_CreateString("opt")); }
+static void single_case(cJSON *root) {
+    cJSON *identity = cJSON_GetObjectItem(root, "campaign");
+    cJSON_DeleteItemFromObject(identity, "cases");
+    cJSON_AddNumberToObject(identity, "only", 4);
+}
 static void interrupted(cJSON *root) {
     /* What an interrupted run writes: kvcmp fuzz's own fields for SIGINT. */
     cJSON_ReplaceItemInObject(root, "interrupted", cJSON_CreateTrue());
@@ -365,6 +378,17 @@ Test(merge, proves_the_campaign_complete, .timeout = 120) {
     expect_merge_refused(with_bad, 3, out, "bad.json: its signatures count 0 failures, its \"failures\" 1");
     edited_copy(s[1], bad, fewer_cases);
     expect_merge_refused(with_bad, 3, out, "bad.json: \"cases\" differs from the cases of its shards");
+    /* An identity missing, malformed, or at odds with the fields around it. */
+    edited_copy(s[1], bad, no_identity);
+    expect_merge_refused(with_bad, 3, out, "bad.json: no \"campaign\" object");
+    edited_copy(s[1], bad, seed_not_decimal);
+    expect_merge_refused(with_bad, 3, out, "bad.json: the campaign's \"seed\" must be a decimal string");
+    edited_copy(s[1], bad, shard_past_count);
+    expect_merge_refused(with_bad, 3, out, "bad.json: the campaign's \"shard_index\" 3 is not below its shard count 3");
+    edited_copy(s[1], bad, top_candidate_edited);
+    expect_merge_refused(with_bad, 3, out, "bad.json: its \"candidate\" disagrees with its \"campaign\" object");
+    edited_copy(s[1], bad, single_case);
+    expect_merge_refused(with_bad, 3, out, "bad.json: the summary of a single case (--only), not of a shard");
     /* A key twice: read by its first value, it would hide the second. */
     text = support_read_file(s[1]);
     char *at = strstr(text, "\"failures\":");
