@@ -1676,6 +1676,8 @@ static int run_campaign(fuzz_options *o, const kvc_backend *candidate, const cha
         c.interrupted = kvc_interrupted();
         sup.stopping = 1;
     }
+    /* On a terminal the progress line is there from the start, start-up included. */
+    if (!sup.stopping) show_progress(&c, 0);
     for (int j = 0; j < o->jobs && !rc && !sup.stopping; j++)
         if (spawn_worker(&sup, j)) { kill_started(&sup, j); rc = 2; }
     if (!rc) {
