@@ -37,7 +37,8 @@ static int run_command(const char *name, int argc, char **argv) {
 int main(int argc, char **argv) {
     /* __REPRO lines name the command as it was run: the path typed, or
      * "kvcmp" when the shell found it on PATH. */
-    kvc_set_invocation(strchr(argv[0], '/') ? argv[0] : "kvcmp");
+    char quoted[512];
+    kvc_set_invocation(!strchr(argv[0], '/') || kvc_shell_quote(argv[0], quoted, sizeof quoted) >= sizeof quoted ? "kvcmp" : quoted);
     if (argc < 2) { usage(stderr); return 2; }
     const char *first = argv[1];
     if (strcmp(first, "--version") == 0) {

@@ -186,7 +186,9 @@ static char *read_line(worker_process *w, double timeout_s) {
     if (timeout_s > 0) {
         struct pollfd p = {.fd = fileno(w->replies), .events = POLLIN};
         int ready;
-        while ((ready = poll(&p, 1, (int)(timeout_s * 1000))) < 0 && errno == EINTR) {}
+        /* A campaign's SIGHUP, SIGINT or SIGTERM ends the wait (the campaign stops). */
+        while ((ready = poll(&p, 1, (int)(timeout_s * 1000))) < 0 && errno == EINTR)
+            if (kvc_interrupted()) return NULL;
         if (ready <= 0) return NULL;
     }
     char *line = NULL;

@@ -16,6 +16,7 @@
 #include <omp.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -482,6 +483,11 @@ typedef struct {
     int write_failed;         /* a case or the summary could not be written */
     int interrupted;          /* the signal that stopped the campaign */
     char broken[600];         /* why the cases cannot be counted as run once each ("": they can) */
+    char no_verdict[600];     /* why the campaign proves nothing either way ("": it does) */
+    double first_start_at;    /* since started: when the first case began (the parent's clock); < 0: none began */
+    int max_failures_reached; /* --max-failures distinct signatures stopped it */
+    int jobs_abandoned;       /* jobs whose workers kept dying and were not replaced */
+    const char *stopped_by;   /* kvc_campaign_summary.stopped_by */
     kvc_signature_list signatures;
     kvc_coverage_tally coverage;
 } campaign;
@@ -505,24 +511,91 @@ static void clear_progress(campaign *c) {
     if (c->progress_shown && isatty(STDERR_FILENO)) fprintf(stderr, "\r%100s\r", "");
 }
 
-/* The command that regenerates and re-checks exactly one case. */
+/* A command line built word by word: options as they are, values
+ * shell-quoted (kvc_shell_quote), so that a path with spaces, quotes or
+ * $(...) reproduces and runs nothing else. */
+typedef struct {
+    char *out;
+    size_t size, n;
+    int overflow;
+} command_line;
+
+static void add_text(command_line *l, const char *text) {
+    size_t k = strlen(text);
+    if (l->n + k >= l->size) { l->overflow = 1; return; }
+    memcpy(l->out + l->n, text, k + 1);
+    l->n += k;
+}
+
+static void add_word(command_line *l, const char *word) {
+    char quoted[4 * PATH_MAX + 8];
+    if (kvc_shell_quote(word, quoted, sizeof quoted) >= sizeof quoted) { l->overflow = 1; return; }
+    add_text(l, " ");
+    add_text(l, quoted);
+}
+
+static void add_option(command_line *l, const char *option, const char *format, ...) __attribute__((format(printf, 3, 4)));
+static void add_option(command_line *l, const char *option, const char *format, ...) {
+    char value[4 * PATH_MAX];
+    va_list ap;
+    va_start(ap, format);
+    int k = vsnprintf(value, sizeof value, format, ap);
+    va_end(ap);
+    if (k < 0 || (size_t)k >= sizeof value) { l->overflow = 1; return; }
+    add_text(l, " ");
+    add_text(l, option);
+    add_word(l, value);
+}
+
+/* Ends a command line: one that did not fit is a shell comment that says
+ * so (still valid shell, running nothing). */
+static void finish_command(command_line *l, const char *what) {
+    if (l->overflow) snprintf(l->out, l->size, "# the %s command is longer than %zu bytes: see the options of the summary's \"campaign\"",
+                              what, l->size);
+}
+
+/* The command that regenerates and re-checks exactly one case (index
+ * >= 0; its summary goes to a file of its own, --json
+ * OUT/fuzz-only-N.json by default, never over the campaign's), or the
+ * whole campaign (index < 0). */
 static void repro_fuzz(const campaign *c, int64_t index, char *out, size_t size) {
     const fuzz_options *o = c->o;
-    int n = snprintf(out, size, "%s fuzz --seed %llu --only %lld --candidate %s --policy %s", o->command, (unsigned long long)o->seed,
-                     (long long)index, o->candidate_name, policy_name(o->policy));
-    if (o->threads_given && n < (int)size) n += snprintf(out + n, size - (size_t)n, " --threads %d", o->threads);
-    if (o->invalid_per_mille != DEFAULT_INVALID_PER_MILLE && n < (int)size)
-        n += snprintf(out + n, size - (size_t)n, " --invalid-rate %d", o->invalid_per_mille);
-    if (o->metamorphic_per_mille != DEFAULT_METAMORPHIC_PER_MILLE && n < (int)size)
-        n += snprintf(out + n, size - (size_t)n, " --metamorphic-rate %d", o->metamorphic_per_mille);
-    if (o->geometry_pool && n < (int)size) n += snprintf(out + n, size - (size_t)n, " --geometry-pool %d", o->geometry_pool);
-    if (strcmp(o->out_dir, "kvcmp-out") != 0 && n < (int)size) n += snprintf(out + n, size - (size_t)n, " --out %s", o->out_dir);
-    if (o->stage_list && n < (int)size) n += snprintf(out + n, size - (size_t)n, " --stage %s", o->stage_list);
-    if (o->family_list && n < (int)size) n += snprintf(out + n, size - (size_t)n, " --family %s", o->family_list);
-    if (o->limits.timeout_seconds != KVC_DEFAULT_TIMEOUT_SECONDS && n < (int)size)
-        n += snprintf(out + n, size - (size_t)n, " --timeout %g", o->limits.timeout_seconds);
-    if (o->limits.rss_limit_mb != KVC_DEFAULT_RSS_LIMIT_MB && n < (int)size)
-        snprintf(out + n, size - (size_t)n, " --rss-limit-mb %lld", (long long)o->limits.rss_limit_mb);
+    command_line l = {.out = out, .size = size};
+    out[0] = 0;
+    add_text(&l, o->command);
+    add_text(&l, " fuzz");
+    add_option(&l, "--seed", "%llu", (unsigned long long)o->seed);
+    if (index >= 0 || o->only >= 0) add_option(&l, "--only", "%lld", (long long)(index >= 0 ? index : o->only));
+    else if (o->cases >= 0) add_option(&l, "--cases", "%lld", (long long)o->cases);
+    else add_option(&l, "--seconds", "%g", o->seconds);
+    if (index < 0 && o->shard_count > 1) add_option(&l, "--shard", "%d/%d", o->shard_index, o->shard_count);
+    add_option(&l, "--candidate", "%s", o->candidate_name);
+    add_option(&l, "--policy", "%s", policy_name(o->policy));
+    if (o->threads_given) add_option(&l, "--threads", "%d", o->threads);
+    if (o->invalid_per_mille != DEFAULT_INVALID_PER_MILLE) add_option(&l, "--invalid-rate", "%d", o->invalid_per_mille);
+    if (o->metamorphic_per_mille != DEFAULT_METAMORPHIC_PER_MILLE) add_option(&l, "--metamorphic-rate", "%d", o->metamorphic_per_mille);
+    if (o->geometry_pool) add_option(&l, "--geometry-pool", "%d", o->geometry_pool);
+    if (strcmp(o->out_dir, "kvcmp-out") != 0) add_option(&l, "--out", "%s", o->out_dir);
+    if (o->stage_list) add_option(&l, "--stage", "%s", o->stage_list);
+    if (o->family_list) add_option(&l, "--family", "%s", o->family_list);
+    if (o->limits.timeout_seconds != KVC_DEFAULT_TIMEOUT_SECONDS) add_option(&l, "--timeout", "%g", o->limits.timeout_seconds);
+    if (o->limits.rss_limit_mb != KVC_DEFAULT_RSS_LIMIT_MB) add_option(&l, "--rss-limit-mb", "%lld", (long long)o->limits.rss_limit_mb);
+    finish_command(&l, "fuzz");
+}
+
+/* The command that replays a saved case through the candidate. */
+static void repro_replay(const campaign *c, int64_t page_padding, const char *saved, char *out, size_t size) {
+    const fuzz_options *o = c->o;
+    command_line l = {.out = out, .size = size};
+    out[0] = 0;
+    add_text(&l, o->command);
+    add_text(&l, " replay");
+    add_option(&l, "--impl", "%s", o->candidate_name);
+    add_option(&l, "--policy", "%s", policy_name(o->policy));
+    add_option(&l, "--page-padding", "%lld", (long long)page_padding);
+    add_text(&l, " --");
+    add_word(&l, saved);
+    finish_command(&l, "replay");
 }
 
 static failure *find_failure(campaign *c, int64_t index) {
@@ -583,8 +656,7 @@ static void on_saved(campaign *c, const message *m) {
         f->page_padding = m->page_padding;
     }
     char repro[900];
-    snprintf(repro, sizeof repro, "%.300s replay --impl %s --policy %s --page-padding %lld %s", c->o->command, c->o->candidate_name,
-             policy_name(c->o->policy), (long long)m->page_padding, m->saved);
+    repro_replay(c, m->page_padding, m->saved, repro, sizeof repro);
     kvc_signature_entry *e = kvc_signature_list_find(&c->signatures, f ? f->result.signature.key : m->signature.key);
     if (e) kvc_signature_list_saved(e, m->index, m->tokens_after, m->saved, repro);
     kvc_signature_list_explain(&c->signatures, f ? f->result.signature.key : m->signature.key, &m->signature);
@@ -656,6 +728,83 @@ static void on_lost_case(campaign *c, int64_t index, const char *kind, const cha
  * the number of jobs. */
 static double worker_rate(const tally *t) { return t->worker_seconds > 0 ? (double)t->cases / t->worker_seconds : 0.0; }
 
+static const char *signal_name(int signo) {
+    switch (signo) {
+    case SIGHUP: return "SIGHUP";
+    case SIGINT: return "SIGINT";
+    case SIGTERM: return "SIGTERM";
+    default: return "a signal";
+    }
+}
+
+/* The cases the campaign must run, each once; -1 when it runs for a time. */
+static int64_t cases_asked(const fuzz_options *o) {
+    if (o->only >= 0) return 1;
+    if (o->cases < 0) return -1;
+    return o->cases > o->shard_index ? (o->cases - o->shard_index + o->shard_count - 1) / o->shard_count : 0;
+}
+
+/* The campaign's verdict rests on the cases it compared: it has none
+ * when it compared no case, fewer than it was asked for, or none of the
+ * variants of a --stage item (the candidate lacks them), whatever the
+ * reason (an empty shard, a start-up that took all of --seconds, lost
+ * workers).  c->no_verdict says why and what to do; a campaign that was
+ * interrupted or whose cases cannot be counted says so elsewhere. */
+static void judge_evidence(campaign *c, int stopped_early) {
+    const fuzz_options *o = c->o;
+    if (c->interrupted || c->broken[0]) return;
+    int64_t asked = cases_asked(o), compared = c->cases - c->skipped;
+    size_t size = sizeof c->no_verdict;
+    if (!stopped_early && asked >= 0 && c->cases != asked) {
+        snprintf(c->no_verdict, size, "the campaign ran %lld of the %lld cases asked (WORKER LOST lines above say why); rerun it, "
+                 "and if cases go missing again, run the first missing case alone with --only", (long long)c->cases, (long long)asked);
+    } else if (compared == 0 && asked == 0 && o->shard_count > 1) {
+        snprintf(c->no_verdict, size, "shard %d/%d of a %lld-case campaign gets no case (case i runs in shard i mod %d): give --cases "
+                 "more than %d, or fewer shards", o->shard_index, o->shard_count, (long long)o->cases, o->shard_count, o->shard_index);
+    } else if (compared == 0 && asked == 0) {
+        snprintf(c->no_verdict, size, "--cases 0 asks for no case: give --cases 1 or more");
+    } else if (compared == 0 && c->cases == 0 && asked < 0) {
+        snprintf(c->no_verdict, size, "no case ran within --seconds %g: the candidate's start-up took all of it (it counts against "
+                 "--seconds); raise --seconds, or make the candidate start faster", o->seconds);
+    } else if (compared == 0 && c->cases > 0) {
+        snprintf(c->no_verdict, size, "all %lld cases were skipped: candidate %.200s offers none of their stages; give --stage "
+                 "variants it offers (kvcmp fuzz --list names them), or a candidate that offers these", (long long)c->cases,
+                 o->candidate_name);
+    } else if (compared == 0) {
+        snprintf(c->no_verdict, size, "no case was compared; rerun the campaign");
+    }
+    if (c->no_verdict[0] || !o->stage_list) return;
+    /* Each --stage item the user named must have been compared, not skipped. */
+    char list[600];
+    snprintf(list, sizeof list, "%s", o->stage_list);
+    char *save = NULL;
+    for (char *item = strtok_r(list, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+        char bad[128];
+        uint64_t mask = kvc_variant_mask(item, bad, sizeof bad);
+        int64_t cases = 0, skipped = 0;
+        for (int v = 0; v < kvc_variant_count() && v < 64; v++)
+            if (mask >> v & 1) { cases += c->by_variant[v].cases; skipped += c->by_variant[v].skipped; }
+        if (cases > 0 && skipped == cases) {
+            snprintf(c->no_verdict, size, "--stage item '%.100s': candidate %.200s offers none of its variants (its %lld cases were all "
+                     "skipped); drop the item, or fuzz a candidate that offers it", item, o->candidate_name, (long long)cases);
+            return;
+        }
+    }
+}
+
+/* Why the campaign ended, in words, for the summary. */
+static void stop_text(const campaign *c, char *out, size_t size) {
+    const fuzz_options *o = c->o;
+    const char *why = c->stopped_by;
+    if (strcmp(why, "interrupted") == 0) snprintf(out, size, "interrupted by %s", signal_name(c->interrupted));
+    else if (strcmp(why, "protocol") == 0) snprintf(out, size, "the candidate broke the case protocol (above)");
+    else if (strcmp(why, "max-failures") == 0) snprintf(out, size, "--max-failures %d distinct failure signatures reached", o->max_failures);
+    else if (strcmp(why, "workers-lost") == 0) snprintf(out, size, "workers kept dying and were not replaced (WORKER LOST lines above)");
+    else if (strcmp(why, "time") == 0) snprintf(out, size, "--seconds %g ran out", o->seconds);
+    else if (o->only >= 0) snprintf(out, size, "case %lld (--only) ran", (long long)o->only);
+    else snprintf(out, size, "every case asked ran (--cases %lld, shard %d/%d)", (long long)o->cases, o->shard_index, o->shard_count);
+}
+
 static void print_summary(campaign *c, double elapsed) {
     printf("\nper variant            cases  invalid  skipped  failures  cases/s (one worker)\n");
     for (int v = 0; v < kvc_variant_count(); v++) {
@@ -681,6 +830,13 @@ static void print_summary(campaign *c, double elapsed) {
                "were replaced\n", c->workers_lost, c->workers_lost == 1 ? "" : "s");
     if (c->interrupted) printf("fuzz: INTERRUPTED by %s after %.1f s: the cases above are all that ran\n", strsignal(c->interrupted), elapsed);
     if (c->broken[0]) printf("fuzz: FAILED, cases not accounted for: %s\n", c->broken);
+    char stopped[300];
+    stop_text(c, stopped, sizeof stopped);
+    if (c->first_start_at >= 0)
+        printf("fuzz: stopped: %s; %lld cases compared, the first started %.2f s after the start (the candidate's start-up%s)\n", stopped,
+               (long long)(c->cases - c->skipped), c->first_start_at, c->o->cases < 0 && c->o->only < 0 ? ", counted against --seconds" : "");
+    else printf("fuzz: stopped: %s; no case started in %.2f s\n", stopped, elapsed);
+    if (c->no_verdict[0]) printf("fuzz: NO VERDICT (exit status 4): %s\n", c->no_verdict);
     kvc_signature_list_print(stdout, &c->signatures);
     if (!c->failures) return;
     printf("fuzz: %d distinct failure%s, each listed above with the command that regenerates its first case and the one that "
@@ -691,9 +847,11 @@ static void print_summary(campaign *c, double elapsed) {
     const char *example = NULL;
     for (int i = 0; i < c->num_failures_listed && !example; i++)
         if (c->failures_list[i].saved[0] && c->failures_list[i].saved[0] != '(') example = c->failures_list[i].saved;
-    if (example)
+    char quoted_example[4 * PATH_MAX + 8], quoted_candidate[4 * PATH_MAX + 8];
+    if (example && kvc_shell_quote(example, quoted_example, sizeof quoted_example) < sizeof quoted_example &&
+        kvc_shell_quote(c->o->candidate_name, quoted_candidate, sizeof quoted_candidate) < sizeof quoted_candidate)
         printf("fuzz: to keep a case as a regression, copy it into your repository's regressions folder (cp -r %s REGRESSIONS/) "
-               "and gate on %s replay --impl %s REGRESSIONS\n", example, c->o->command, c->o->candidate_name);
+               "and gate on %s replay --impl %s REGRESSIONS\n", quoted_example, c->o->command, quoted_candidate);
 }
 
 static cJSON *tally_json(const tally *t) {
@@ -735,11 +893,52 @@ static cJSON *options_json(const fuzz_options *o) {
     return j;
 }
 
-static cJSON *summary_json(campaign *c, double elapsed) {
+/* The campaign's identity: what decides which cases it draws and how
+ * they are checked, and which kvcmp ran it.  kvcmp merge takes shards
+ * as parts of one campaign only when these agree. */
+static cJSON *identity_json(const fuzz_options *o) {
+    cJSON *j = cJSON_CreateObject();
+    char seed[32];   /* a string: JSON numbers lose 64-bit integers */
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)o->seed);
+    cJSON_AddStringToObject(j, "seed", seed);
+    if (o->only >= 0) cJSON_AddNumberToObject(j, "only", (double)o->only);
+    else if (o->cases >= 0) cJSON_AddNumberToObject(j, "cases", (double)o->cases);
+    else cJSON_AddNumberToObject(j, "seconds", o->seconds);
+    cJSON_AddNumberToObject(j, "shard_index", o->shard_index);
+    cJSON_AddNumberToObject(j, "shard_count", o->shard_count);
+    cJSON_AddStringToObject(j, "candidate", o->candidate_name);
+    cJSON_AddStringToObject(j, "policy", policy_name(o->policy));
+    cJSON_AddStringToObject(j, "stage", o->stage_list ? o->stage_list : "");
+    cJSON_AddStringToObject(j, "family", o->family_list ? o->family_list : "");
+    cJSON_AddNumberToObject(j, "threads", o->threads_given ? o->threads : 0);
+    cJSON_AddNumberToObject(j, "invalid_per_mille", o->invalid_per_mille);
+    cJSON_AddNumberToObject(j, "metamorphic_per_mille", o->metamorphic_per_mille);
+    cJSON_AddNumberToObject(j, "geometry_pool", o->geometry_pool);
+    cJSON_AddStringToObject(j, "kvcmp_version", kvc_version_string());
+    return j;
+}
+
+/* "pass", "fail", "no-verdict", "interrupted" or "write-failed": the exit status in a word. */
+static const char *verdict_word(int exit_code) {
+    switch (exit_code) {
+    case KVC_CAMPAIGN_PASS: return "pass";
+    case KVC_CAMPAIGN_FAILURES: return "fail";
+    case KVC_CAMPAIGN_NO_VERDICT: return "no-verdict";
+    case KVC_CAMPAIGN_WRITE_FAILED: return "write-failed";
+    default: return exit_code > KVC_CAMPAIGN_INTERRUPTED ? "interrupted" : "error";
+    }
+}
+
+static cJSON *summary_json(campaign *c, double elapsed, int exit_code) {
     const fuzz_options *o = c->o;
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "format", "kvcmp-fuzz-summary/1");
     cJSON_AddItemToObject(root, "run", kvc_run_info(o->seed, 1, options_json(o)));
+    cJSON_AddItemToObject(root, "campaign", identity_json(o));
+    cJSON_AddStringToObject(root, "verdict", verdict_word(exit_code));
+    cJSON_AddNumberToObject(root, "exit_status", exit_code);
+    cJSON_AddStringToObject(root, "stopped_by", c->stopped_by);
+    if (c->no_verdict[0]) cJSON_AddStringToObject(root, "no_verdict", c->no_verdict);
     cJSON_AddNumberToObject(root, "seed", (double)o->seed);
     cJSON_AddStringToObject(root, "candidate", c->candidate_label);
     cJSON_AddStringToObject(root, "policy", policy_name(o->policy));
@@ -753,9 +952,12 @@ static cJSON *summary_json(campaign *c, double elapsed) {
     cJSON_AddNumberToObject(root, "cases_per_second", elapsed > 0 ? (double)c->cases / elapsed : 0.0);
     cJSON_AddNumberToObject(root, "failures", (double)c->failures);
     cJSON_AddNumberToObject(root, "skipped", (double)c->skipped);
+    cJSON_AddNumberToObject(root, "compared", (double)(c->cases - c->skipped));
+    if (c->first_start_at >= 0) cJSON_AddNumberToObject(root, "startup_seconds", c->first_start_at);
+    else cJSON_AddNullToObject(root, "startup_seconds");
     if (c->failures) cJSON_AddNumberToObject(root, "first_failure_seconds", c->first_failure_at);
     cJSON_AddBoolToObject(root, "interrupted", c->interrupted != 0);
-    if (c->interrupted) cJSON_AddStringToObject(root, "signal", c->interrupted == SIGINT ? "SIGINT" : "SIGTERM");
+    if (c->interrupted) cJSON_AddStringToObject(root, "signal", signal_name(c->interrupted));
     cJSON_AddNumberToObject(root, "workers_lost", c->workers_lost);
     if (c->broken[0]) cJSON_AddStringToObject(root, "unaccounted", c->broken);
     cJSON_AddNumberToObject(root, "distinct_failures", kvc_signature_list_distinct(&c->signatures));
@@ -788,11 +990,11 @@ static cJSON *summary_json(campaign *c, double elapsed) {
     return root;
 }
 
-static void write_json(campaign *c, double elapsed) {
+static void write_json(campaign *c, double elapsed, int exit_code) {
     const fuzz_options *o = c->o;
     if (!o->json_path || !o->json_path[0]) return;
     char error[1200];
-    if (kvc_write_json_file(o->json_path, summary_json(c, elapsed), error, sizeof error)) {
+    if (kvc_write_json_file(o->json_path, summary_json(c, elapsed, exit_code), error, sizeof error)) {
         fprintf(stderr, "kvcmp fuzz: %s\n", error);
         c->write_failed = 1;
     }
@@ -817,14 +1019,32 @@ static void diagnosed_message(const kvc_signature_entry *e, const char *detail, 
 /* The verdict for CI: a failed testcase per failure signature, with its
  * count and both __REPRO lines; a passed one per variant that ran
  * without failure; a skipped one per variant the candidate lacks. */
-static int write_junit(campaign *c, double elapsed) {
+static int write_junit(campaign *c, double elapsed, int exit_code) {
     const fuzz_options *o = c->o;
     if (!o->junit_path) return 0;
     kvc_junit *j = kvc_junit_new("kvcmp fuzz");
     if (!j) return -1;
     cJSON *info = kvc_run_info(o->seed, 1, options_json(o));
+    cJSON_AddStringToObject(info, "verdict", verdict_word(exit_code));
+    cJSON_AddNumberToObject(info, "exit_status", exit_code);
+    cJSON_AddStringToObject(info, "stopped_by", c->stopped_by);
+    cJSON_AddNumberToObject(info, "compared", (double)(c->cases - c->skipped));
     kvc_junit_properties(j, info);
     cJSON_Delete(info);
+    /* A campaign that proves nothing, or was cut short, is a failed
+     * testcase of its own, with the command that runs it again. */
+    char again[900], text[sizeof c->no_verdict + sizeof again + 32];
+    repro_fuzz(c, -1, again, sizeof again);
+    if (c->no_verdict[0]) {
+        snprintf(text, sizeof text, "%s\n  __REPRO: %s\n", c->no_verdict, again);
+        kvc_junit_fail(j, "fuzz.campaign", "cases compared", 0, "no-verdict", c->no_verdict, text);
+    }
+    if (c->interrupted) {
+        char why[300];
+        snprintf(why, sizeof why, "interrupted by %s after %.1f s: the cases listed are all that ran", signal_name(c->interrupted), elapsed);
+        snprintf(text, sizeof text, "%s\n  __REPRO: %s\n", why, again);
+        kvc_junit_fail(j, "fuzz.campaign", "campaign finished", 0, "interrupted", why, text);
+    }
     /* One failed testcase per signature, not per failing case: one bug
      * is one red line however many cases show it.  Its message is the
      * difference its first listed case showed. */
@@ -840,7 +1060,10 @@ static int write_junit(campaign *c, double elapsed) {
         diagnosed_message(e, x ? x->result.detail : e->signature.key, message, sizeof message);
         kvc_junit_fail(j, classname, e->signature.key, 0, e->signature.check, message, text);
     }
-    if (c->broken[0]) kvc_junit_fail(j, "fuzz.campaign", "every case run once", 0, "accounting", c->broken, c->broken);
+    if (c->broken[0]) {
+        snprintf(text, sizeof text, "%.600s\n  __REPRO: %s\n", c->broken, again);
+        kvc_junit_fail(j, "fuzz.campaign", "every case run once", 0, "accounting", c->broken, text);
+    }
     for (int v = 0; v < kvc_variant_count(); v++) {
         const tally *t = &c->by_variant[v];
         char classname[96], name[96];
@@ -848,7 +1071,7 @@ static int write_junit(campaign *c, double elapsed) {
         snprintf(name, sizeof name, "%lld cases", (long long)t->cases);
         if (!t->cases || t->failures) continue;
         if (t->skipped == t->cases) kvc_junit_skip(j, classname, name, "the candidate does not offer this stage");
-        else kvc_junit_pass(j, classname, name, elapsed * (double)t->cases / (double)c->cases);
+        else kvc_junit_pass(j, classname, name, c->cases ? elapsed * (double)t->cases / (double)c->cases : 0);
     }
     char error[1200];
     int rc = kvc_junit_write(j, o->junit_path, error, sizeof error);
@@ -863,7 +1086,7 @@ static const kvc_backend *pick_candidate(fuzz_options *o, const char **label, in
     *self_check = 0;
     if (o->candidate_name) {
         const kvc_backend *b = kvc_backend_by_name(o->candidate_name, error, sizeof error);
-        if (!b) fprintf(stderr, "kvcmp fuzz: %s (--candidate)\n", error);
+        if (!b && !kvc_interrupted()) fprintf(stderr, "kvcmp fuzz: %s (--candidate)\n", error);
         /* An optimized path is named by the ISA that runs: "opt (avx2)". */
         *label = kvc_optimized_backend_is(b) ? b->name : o->candidate_name;
         return b;
@@ -1003,13 +1226,6 @@ static int64_t case_index(const fuzz_options *o, int job, int64_t k) {
     return o->only >= 0 ? o->only : o->shard_index + (int64_t)o->shard_count * (job + (int64_t)o->jobs * k);
 }
 
-/* The cases the campaign must run, each once; -1 when it runs for a time. */
-static int64_t cases_asked(const fuzz_options *o) {
-    if (o->only >= 0) return 1;
-    if (o->cases < 0) return -1;
-    return o->cases > o->shard_index ? (o->cases - o->shard_index + o->shard_count - 1) / o->shard_count : 0;
-}
-
 /* Asks every worker to stop after its case (the control pipe; the flag
  * is the parent's, a candidate cannot set or clear it). */
 static void request_stop(supervisor *s) {
@@ -1091,6 +1307,7 @@ static void on_message(supervisor *s, int job, const message *m) {
     job_slot *slot = &s->jobs[job];
     campaign *c = s->c;
     if (m->type == MSG_START) {
+        if (c->first_start_at < 0) c->first_start_at = now_seconds() - c->started;
         slot->phase = JOB_RUNNING;
         slot->index = m->index;
         slot->since = now_seconds();
@@ -1114,7 +1331,7 @@ static void on_message(supervisor *s, int job, const message *m) {
     } else {
         slot->retired = 1;
     }
-    if (c->signatures.count >= s->o->max_failures && !s->stopping) request_stop(s);
+    if (c->signatures.count >= s->o->max_failures && !s->stopping) { c->max_failures_reached = 1; request_stop(s); }
 }
 
 /* How a worker that was not stopped on purpose ended. */
@@ -1139,6 +1356,7 @@ static int on_lost_worker(supervisor *s, int job, pid_t pid, const char *how) {
     }
     if (++slot->lost_in_a_row < MAX_LOST_IN_A_ROW) return 0;
     fprintf(stderr, "kvcmp fuzz: job %d lost %d workers in a row without finishing a case; not replacing it\n", job, MAX_LOST_IN_A_ROW);
+    c->jobs_abandoned++;
     return -1;
 }
 
@@ -1185,7 +1403,7 @@ static void reap_worker(supervisor *s, int job, const char *kind, const char *wh
         } else if (on_lost_worker(s, job, pid, how)) {
             return;
         }
-        if (c->signatures.count >= o->max_failures && !s->stopping) request_stop(s);
+        if (c->signatures.count >= o->max_failures && !s->stopping) { c->max_failures_reached = 1; request_stop(s); }
     }
     /* Carry on with the rest of this job's cases. */
     if (!s->stopping && o->only < 0) spawn_worker(s, job);
@@ -1305,22 +1523,6 @@ void kvc_campaign_options_init(kvc_campaign_options *o) {
     if (o->jobs > MAX_JOBS) o->jobs = MAX_JOBS;
 }
 
-/* A word the shell reads back as itself. */
-static void shell_word(const char *word, char *out, size_t size) {
-    if (word[strspn(word, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-+=./:,@%")] == 0 && word[0]) {
-        snprintf(out, size, "%s", word);
-        return;
-    }
-    size_t n = 0;
-    if (n + 1 < size) out[n++] = '\'';
-    for (; *word && n + 5 < size; word++) {
-        if (*word == '\'') { memcpy(out + n, "'\\''", 4); n += 4; }
-        else out[n++] = *word;
-    }
-    if (n + 1 < size) out[n++] = '\'';
-    out[n < size ? n : size - 1] = 0;
-}
-
 static int make_directories(const char *path) {
     char buffer[700];
     snprintf(buffer, sizeof buffer, "%s", path);
@@ -1365,7 +1567,7 @@ static int resolve_options(const kvc_campaign_options *in, fuzz_options *o) {
     o->geometry_pool = in->geometry_pool >= 0 ? in->geometry_pool : python_candidate ? 4 : 0;
     if (python_candidate) {
         char python[300];
-        shell_word(kvc_pyworker_python(), python, sizeof python);
+        kvc_shell_quote(kvc_pyworker_python(), python, sizeof python);
         snprintf(o->command, sizeof o->command, "KVCMP_PYTHON=%s %s", python, in->command ? in->command : kvc_invocation());
     } else {
         snprintf(o->command, sizeof o->command, "%s", in->command ? in->command : kvc_invocation());
@@ -1380,7 +1582,10 @@ static int resolve_options(const kvc_campaign_options *in, fuzz_options *o) {
         o->save_dir = o->default_save_dir;
     }
     if (!o->json_path) {
-        snprintf(o->default_json_path, sizeof o->default_json_path, "%s/fuzz-summary.json", o->out_dir);
+        /* A single case (a __REPRO line run in the campaign's --out) writes
+         * a summary of its own, never over the campaign's. */
+        if (o->only >= 0) snprintf(o->default_json_path, sizeof o->default_json_path, "%s/fuzz-only-%lld.json", o->out_dir, (long long)o->only);
+        else snprintf(o->default_json_path, sizeof o->default_json_path, "%s/fuzz-summary.json", o->out_dir);
         o->json_path = o->default_json_path;
     }
     if ((o->save_dir == o->default_save_dir || o->json_path == o->default_json_path) && make_directories(o->out_dir)) {
@@ -1392,6 +1597,10 @@ static int resolve_options(const kvc_campaign_options *in, fuzz_options *o) {
 
 static void fill_summary(const campaign *c, double elapsed, kvc_campaign_summary *s) {
     s->cases = c->cases;
+    s->compared = c->cases - c->skipped;
+    snprintf(s->stopped_by, sizeof s->stopped_by, "%s", c->stopped_by);
+    snprintf(s->no_verdict, sizeof s->no_verdict, "%s", c->no_verdict);
+    s->startup_seconds = c->first_start_at;
     s->failures = c->failures;
     s->skipped = c->skipped;
     s->seconds = elapsed;
@@ -1434,8 +1643,21 @@ static void kill_started(supervisor *sup, int started) {
     for (int k = 0; k < started; k++) while (waitpid(sup->jobs[k].pid, NULL, 0) < 0 && errno == EINTR) {}
 }
 
-static int run_campaign(fuzz_options *o, const kvc_backend *candidate, const char *label, kvc_campaign_summary *summary) {
-    campaign c = {.o = o, .started = now_seconds(), .candidate_label = label};
+/* Why the campaign ended (kvc_campaign_summary.stopped_by). */
+static const char *stop_reason(const supervisor *s) {
+    const campaign *c = s->c;
+    if (c->interrupted) return "interrupted";
+    if (c->broken[0]) return "protocol";
+    if (c->max_failures_reached) return "max-failures";
+    if (c->jobs_abandoned) return "workers-lost";
+    return s->o->cases >= 0 || s->o->only >= 0 ? "cases" : "time";
+}
+
+/* The campaign from `started` (when kvc_campaign_run began: loading the
+ * candidate counts against --seconds).  candidate NULL: a signal came
+ * before it loaded, and only the summary is written. */
+static int run_campaign(fuzz_options *o, const kvc_backend *candidate, const char *label, double started, kvc_campaign_summary *summary) {
+    campaign c = {.o = o, .started = started, .candidate_label = label, .first_start_at = -1};
     if (!o->quiet) {
         fprintf(stderr, "kvcmp fuzz: seed %llu, candidate %s, policy %s, %d jobs x %d threads, shard %d/%d, out %s\n",
                 (unsigned long long)o->seed, label, policy_name(o->policy), o->jobs, o->threads, o->shard_index, o->shard_count,
@@ -1451,33 +1673,38 @@ static int run_campaign(fuzz_options *o, const kvc_backend *candidate, const cha
     supervisor sup = {.o = o, .c = &c, .candidate = candidate};
     for (int j = 0; j < 2 * MAX_JOBS; j++) sup.fds[j].fd = -1;
     for (int j = 0; j < MAX_JOBS; j++) sup.control[j] = -1;
-    kvc_interrupt_install();
     /* Past a file-size limit a write then fails with EFBIG, reported like a full disk. */
     signal(SIGXFSZ, SIG_IGN);
     /* A worker that died with its control pipe unread: EPIPE, not the end of the campaign. */
     struct sigaction ignore = {.sa_handler = SIG_IGN}, old_pipe;
     sigaction(SIGPIPE, &ignore, &old_pipe);
     int rc = 0;
-    for (int j = 0; j < o->jobs && !rc; j++)
+    if (!candidate || kvc_interrupted()) {
+        /* Interrupted while the candidate loaded: no worker ever starts. */
+        c.interrupted = kvc_interrupted();
+        sup.stopping = 1;
+    }
+    /* On a terminal the progress line is there from the start, start-up included. */
+    if (!sup.stopping) show_progress(&c, 0);
+    for (int j = 0; j < o->jobs && !rc && !sup.stopping; j++)
         if (spawn_worker(&sup, j)) { kill_started(&sup, j); rc = 2; }
     if (!rc) {
         supervise_jobs(&sup);
-        int64_t asked = cases_asked(o);
-        if (!sup.stopping && asked >= 0 && c.cases != asked) {
-            char why[300];
-            snprintf(why, sizeof why, "the campaign ran %lld of the %lld cases asked (WORKER LOST lines above say why); rerun it, "
-                     "and if cases go missing again, run the first missing case alone with --only", (long long)c.cases, (long long)asked);
-            campaign_broken(&sup, why);
-        }
+        if (!c.interrupted && kvc_interrupted()) stop_for_signal(&sup);
+        c.stopped_by = stop_reason(&sup);
+        judge_evidence(&c, sup.stopping);
         double elapsed = now_seconds() - c.started;
         show_progress(&c, 1);
         print_summary(&c, elapsed);
-        write_json(&c, elapsed);
-        int junit_failed = write_junit(&c, elapsed) != 0;
+        /* The exit status before the reports are written; the JSON, written
+         * last, carries the final one. */
+        rc = c.interrupted ? KVC_CAMPAIGN_INTERRUPTED + c.interrupted : c.write_failed ? KVC_CAMPAIGN_WRITE_FAILED
+             : c.failures || c.broken[0] ? KVC_CAMPAIGN_FAILURES : c.no_verdict[0] ? KVC_CAMPAIGN_NO_VERDICT : KVC_CAMPAIGN_PASS;
+        if (write_junit(&c, elapsed, rc) != 0 && !c.interrupted) rc = KVC_CAMPAIGN_WRITE_FAILED;
+        write_json(&c, elapsed, rc);
+        if (c.write_failed && !c.interrupted) rc = KVC_CAMPAIGN_WRITE_FAILED;
         fill_summary(&c, elapsed, summary);
-        rc = c.interrupted ? 128 + c.interrupted : c.write_failed || junit_failed ? 3 : c.failures || c.broken[0] ? 1 : 0;
     }
-    kvc_interrupt_uninstall();
     sigaction(SIGPIPE, &old_pipe, NULL);
     kvc_signature_list_free(&c.signatures);
     return rc;
@@ -1485,21 +1712,32 @@ static int run_campaign(fuzz_options *o, const kvc_backend *candidate, const cha
 
 int kvc_campaign_run(const kvc_campaign_options *options, kvc_campaign_summary *summary) {
     memset(summary, 0, sizeof *summary);
+    summary->startup_seconds = -1;
+    double started = now_seconds();
     fuzz_options o;
     int rc = resolve_options(options, &o);
+    if (rc) { summary->exit_code = rc; return rc; }
+    /* From here on SIGHUP, SIGINT and SIGTERM leave a summary marked
+     * interrupted, loading the candidate (a Python import) included. */
+    kvc_interrupt_install();
     const char *label = NULL;
     int self_check = 0;
-    const kvc_backend *candidate = rc ? NULL : pick_candidate(&o, &label, &self_check);
-    if (!rc && !candidate) rc = 2;
-    if (!rc && !kvc_backend_offers_any(candidate)) {
+    const kvc_backend *candidate = pick_candidate(&o, &label, &self_check);
+    if (kvc_interrupted()) {
+        candidate = NULL;
+        if (!label) label = o.candidate_name ? o.candidate_name : "opt";
+    } else if (!candidate) {
+        rc = 2;
+    } else if (!kvc_backend_offers_any(candidate)) {
         fprintf(stderr, "kvcmp fuzz: candidate %s offers no stage: nothing to fuzz (a Python candidate lists its stages in "
                         "FUNCTION.stages; a plug-in fills its kvcmp_plugin table)\n", label);
         rc = 2;
     }
     if (!rc) {
         if (o.only >= 0) { o.jobs = 1; o.max_failures = 1; }
-        rc = run_campaign(&o, candidate, label, summary);
+        rc = run_campaign(&o, candidate, label, started, summary);
     }
+    kvc_interrupt_uninstall();
     summary->exit_code = rc;
     return rc;
 }

@@ -25,14 +25,16 @@ static void usage(FILE *out) {
             "                  [--family LIST] [--only I] [--max-failures N] [--max-failures-per-signature N]\n"
             "                  [--invalid-rate PER_MILLE] [--metamorphic-rate PER_MILLE] [--geometry-pool N]\n"
             "                  [--shrink-seconds T] [--timeout SECONDS] [--rss-limit-mb MB] [--json FILE]\n"
-            "                  [--junit FILE] [--regressions DIR] [--quiet] [--list]\n"
+            "                  [--junit FILE] [--regressions DIR] [--regressions-skip LIST] [--quiet] [--list]\n"
             "  Runs generated cases through the reference and the candidate and compares every byte.\n"
             "  Defaults: --seed 1 --seconds 60 --candidate opt (else the reference against itself),\n"
             "  --out kvcmp-out: failing cases under OUT/failures/seedS-TIME-PID (--save DIR elsewhere),\n"
             "  the summary in OUT/fuzz-summary.json (--json FILE elsewhere, --json '' none);\n"
             "  --jobs = cores (at most %d), threads drawn per case (1-8) unless --threads K.\n"
             "  Of --cases and --seconds the one given last counts.  --regressions DIR: after the\n"
-            "  campaign, replay your kept cases (a tree of case directories) through the candidate.\n"
+            "  campaign, replay your kept cases (a tree of case directories) through the candidate;\n"
+            "  an entry of it that is not a case fails the run unless --regressions-skip LIST names it\n"
+            "  (kvcmp replay --skip).\n"
             "  --stage takes variant name prefixes (see --list), e.g. v4.compress,v41.forward.\n"
             "  A Python candidate (py:FILE.py:FUNCTION, FUNCTION(case) -> outputs, see\n"
             "  python/kvcmp/__init__.py) runs in a worker interpreter: --python PATH, else\n"
@@ -55,15 +57,18 @@ static void usage(FILE *out) {
             "  --timeout S (default %g): a case that takes longer kills its worker and fails as timeout;\n"
             "  --rss-limit-mb M (default %d): a worker (with its Python interpreter) past it after a case\n"
             "  fails that case as memory.  Either way the case is saved and a new worker carries on.\n"
-            "  SIGINT/SIGTERM stop the workers, keep the failures found and write the summary marked\n"
-            "  interrupted (exit 130/143; a second signal stops at once).\n"
+            "  SIGHUP/SIGINT/SIGTERM stop the workers, keep the failures found and write the summary marked\n"
+            "  interrupted (exit 129/130/143; a second signal stops at once).\n"
+            "  The candidate's start-up counts against --seconds.  The summary says why the campaign\n"
+            "  stopped (every case ran, --seconds ran out, --max-failures reached, interrupted).\n"
             "  Exit status: 0 no failure, 1 failures, 2 bad options or a candidate that offers no stage,\n"
-            "  3 a case or the summary could not be written.\n",
+            "  3 a case or the summary could not be written, 4 no verdict (no case compared, fewer than\n"
+            "  asked, or a --stage item whose cases were all skipped).\n",
             MAX_JOBS, KVC_DEFAULT_TIMEOUT_SECONDS, KVC_DEFAULT_RSS_LIMIT_MB);
 }
 
 /* KVC_OPTIONS_HELP after --help or --list, 2 after a bad option. */
-static int parse_options(int argc, char **argv, kvc_campaign_options *o, const char **regressions) {
+static int parse_options(int argc, char **argv, kvc_campaign_options *o, const char **regressions, const char **regressions_skip) {
     int shard[2] = {0, 1}, cases_given = 0, seconds_given = 0, threads_given = 0, list = 0;
     int64_t cases = o->cases;
     const kvc_option options[] = {
@@ -83,6 +88,7 @@ static int parse_options(int argc, char **argv, kvc_campaign_options *o, const c
         {"rss-limit-mb", KVC_OPT_INT64, .target = &o->rss_limit_mb, .min = 1, .max = INT64_C(1) << 30},
         {"out", KVC_OPT_STRING, .target = &o->out_dir},
         {"regressions", KVC_OPT_STRING, .target = regressions},
+        {"regressions-skip", KVC_OPT_STRING, .target = regressions_skip},
         {"save", KVC_OPT_STRING, .target = &o->save_dir},
         {"json", KVC_OPT_STRING, .target = &o->json_path},
         {"junit", KVC_OPT_STRING, .target = &o->junit_path},
@@ -127,18 +133,27 @@ int kvc_campaign_main(const char *command, int argc, char **argv) {
     kvc_campaign_options_init(&o);
     if (command) kvc_set_invocation(command);
     o.command = kvc_invocation();
-    const char *regressions = NULL;
-    int rc = parse_options(argc, argv, &o, &regressions);
+    const char *regressions = NULL, *regressions_skip = NULL;
+    int rc = parse_options(argc, argv, &o, &regressions, &regressions_skip);
     if (rc) return rc == KVC_OPTIONS_HELP ? 0 : rc;
     kvc_campaign_summary summary;
     rc = kvc_campaign_run(&o, &summary);
     kvc_campaign_summary_free(&summary);
     if (regressions && (rc == 0 || rc == 1)) {
         /* A user's kept cases, replayed through the same candidate. */
-        char *replay_argv[] = {"--impl", (char *)(o.candidate ? o.candidate : "opt"), "--quiet", (char *)regressions, NULL};
+        /* After "--" the folder is a path, whatever its name. */
+        char *replay_argv[8];
+        int n = 0;
+        replay_argv[n++] = "--impl";
+        replay_argv[n++] = (char *)(o.candidate ? o.candidate : "opt");
+        replay_argv[n++] = "--quiet";
+        if (regressions_skip) { replay_argv[n++] = "--skip"; replay_argv[n++] = (char *)regressions_skip; }
+        replay_argv[n++] = "--";
+        replay_argv[n++] = (char *)regressions;
+        replay_argv[n] = NULL;
         printf("fuzz: replaying the regressions in %s\n", regressions);
         fflush(stdout);
-        int replayed = kvc_cmd_replay(4, replay_argv);
+        int replayed = kvc_cmd_replay(n, replay_argv);
         if (replayed > rc) rc = replayed;
     }
     return rc;

@@ -123,7 +123,9 @@ int kvc_cmd_gen(int argc, char **argv) {
     printf("gen: %lld cases written to %s (%lld must be rejected: no .out files), %lld multi-step history cases skipped "
            "(kvcmp fuzz --seed %llu runs them)\n",
            (long long)t.written, o.out_dir, (long long)t.must_reject, (long long)t.history, (unsigned long long)o.seed);
+    char quoted[4 * 4096 + 8];
+    if (kvc_shell_quote(o.out_dir, quoted, sizeof quoted) >= sizeof quoted) snprintf(quoted, sizeof quoted, "CASES");
     printf("gen: run your implementation on each case, write its outputs as OUT/CASE/NAME.npy, then: "
-           "%s replay --outputs OUT %s\n", kvc_invocation(), o.out_dir);
+           "%s replay --outputs OUT -- %s\n", kvc_invocation(), quoted);
     return 0;
 }

@@ -4,10 +4,22 @@
  * summary of the same format, which merges again) and JUnit.
  *
  * Case i of a campaign depends only on the seed and i, so shards of one
- * seed, candidate and policy are parts of one campaign: per signature the
- * counts add up, the first case is the one of the lowest index, and the
- * smallest saved case is the one with the fewest tokens (the lowest index
- * on a tie). */
+ * campaign (the "campaign" object of each summary: seed, cases, shard
+ * count, candidate, policy, every option that changes what is drawn, the
+ * kvcmp version) are parts of one campaign: per signature the counts add
+ * up, the first case is the one of the lowest index, and the smallest
+ * saved case is the one with the fewest tokens (the lowest index on a
+ * tie).
+ *
+ * A merge proves completeness or fails: summaries of other campaigns, one
+ * shard twice, counts that are not whole non-negative numbers or do not
+ * add up (an edited file) are refused (exit status 2, nothing written);
+ * a missing shard, or a shard whose run gave no verdict (interrupted,
+ * an output not written, no case compared) leaves the merged campaign
+ * without a verdict (exit status 4, said in the summary, the JSON and a
+ * failed JUnit testcase) unless failures were found (exit status 1). */
+#include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,8 +31,15 @@
 #include "harness/options/options.h"
 #include "harness/report/junit.h"
 #include "harness/report/run_info.h"
+#include "harness/replay/replay.h"
 
 #define SUMMARY_FORMAT "kvcmp-fuzz-summary/1"
+/* A summary is a few kB per signature and variant: anything larger is not one. */
+#define MAX_SUMMARY_BYTES ((size_t)16 << 20)
+/* Counts are whole numbers a double holds exactly. */
+#define MAX_COUNT 9007199254740992.0
+/* Shard problems listed one by one; more are counted. */
+#define MAX_PROBLEMS_LISTED 20
 
 typedef struct {
     int64_t cases, invalid, skipped, failures;
@@ -32,13 +51,18 @@ typedef struct {
 } variant_row;
 
 typedef struct {
-    char seed_text[32];
-    char candidate[300], policy[32], stage[200], family[200];
+    cJSON *campaign;                  /* the first summary's identity (shard_index removed) */
     int shard_count;
-    int num_shards;
-    int shards[256];                  /* shard indices seen */
+    int *shards;                      /* shard indices seen, in the order seen */
+    int num_shards, shard_capacity;
     double cases, failures, skipped, workers_lost, seconds;
+    double expected_cases;            /* of a campaign of --cases: the cases its shards must have run */
+    int cases_campaign;               /* the campaign ran a number of cases (not --seconds) */
+    int max_failures_reached;         /* a shard stopped at --max-failures */
     int interrupted;
+    char broken[700];                 /* a shard's "unaccounted": its candidate broke the case protocol */
+    char problems[MAX_PROBLEMS_LISTED][700];
+    int num_problems;
     kvc_signature_list list;
     variant_row *variants;
     int num_variants, variant_capacity;
@@ -49,14 +73,20 @@ static void usage(FILE *out) {
     fprintf(out,
             "usage: kvcmp merge SUMMARY.json... [--json OUT] [--junit OUT]\n"
             "  Combines the JSON summaries (kvcmp fuzz --json) of one campaign's shards (kvcmp fuzz\n"
-            "  --shard I/N with one --seed, --candidate and --policy) into one signature list: per\n"
-            "  signature the summed count, the first case (the lowest index) and the smallest saved\n"
-            "  case with their __REPRO lines, printed like the fuzz summary.\n"
+            "  --shard I/N of one --seed, --cases, --candidate, --policy, --stage, --family, --threads,\n"
+            "  --invalid-rate, --metamorphic-rate, --geometry-pool and kvcmp version) into one signature\n"
+            "  list: per signature the summed count, the first case (the lowest index) and the smallest\n"
+            "  saved case with their __REPRO lines, printed like the fuzz summary.\n"
             "  --json OUT: the merged summary (format kvcmp-fuzz-summary/1, it merges again).\n"
             "  --junit OUT: JUnit XML, a failed testcase per signature and a passed one per variant\n"
             "  without failures, as kvcmp fuzz --junit writes them.\n"
-            "  Exit status: 0 no failure, 1 failures, 2 bad input (a file that is not a summary,\n"
-            "  summaries of different campaigns, one shard twice), 3 an output not written.\n");
+            "  Only regular files of at most %zu MB are read.\n"
+            "  Exit status: 0 every shard merged, no failure; 1 failures; 2 bad input (a file that is\n"
+            "  not a summary, summaries of different campaigns, one shard twice, counts that are not\n"
+            "  whole non-negative numbers or do not add up); 3 an output not written; 4 no verdict (a\n"
+            "  shard missing, or one that was interrupted, gave no verdict or could not write its\n"
+            "  outputs), unless failures were found.\n",
+            MAX_SUMMARY_BYTES >> 20);
 }
 
 static const char *string_of(const cJSON *object, const char *key) {
@@ -64,15 +94,24 @@ static const char *string_of(const cJSON *object, const char *key) {
     return cJSON_IsString(item) ? item->valuestring : NULL;
 }
 
-/* The run options' string `key` ("" when absent), where stage and family lists live. */
-static const char *option_of(const cJSON *summary, const char *key) {
-    const char *s = string_of(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(summary, "run"), "options"), key);
-    return s ? s : "";
-}
-
 static double number_of(const cJSON *object, const char *key, double otherwise) {
     const cJSON *item = cJSON_GetObjectItemCaseSensitive(object, key);
     return cJSON_IsNumber(item) ? item->valuedouble : otherwise;
+}
+
+/* A whole number in [low, MAX_COUNT] at object.key into *out; else -1
+ * with the field named in error. */
+static int whole_number(const cJSON *object, const char *key, double low, const char *path, const char *where, double *out, char *error,
+                        size_t size) {
+    const cJSON *item = cJSON_GetObjectItemCaseSensitive(object, key);
+    double v = cJSON_IsNumber(item) ? item->valuedouble : -1;
+    if (!cJSON_IsNumber(item) || !(v >= low) || v > MAX_COUNT || v != (double)(int64_t)v) {
+        snprintf(error, size, "%s: %s\"%s\" must be a whole number of at least %.0f, found %s: not a summary kvcmp fuzz wrote (give the "
+                 "file itself, unedited)", path, where, key, low, !item ? "nothing" : cJSON_IsNumber(item) ? "another number" : "another type");
+        return -1;
+    }
+    *out = v;
+    return 0;
 }
 
 /* "I/N" into index and count; -1 when it is not that. */
@@ -80,6 +119,11 @@ static int parse_shard(const char *text, int *index, int *count) {
     char tail;
     if (!text || sscanf(text, "%d/%d%c", index, count, &tail) != 2 || *count < 1 || *index < 0 || *index >= *count) return -1;
     return 0;
+}
+
+/* The cases shard `index` of `count` runs in a campaign of `total` cases. */
+static double shard_cases(double total, int index, int count) {
+    return total > index ? (double)(((int64_t)total - index + count - 1) / count) : 0;
 }
 
 static variant_row *variant_for(merged *m, const char *name) {
@@ -98,39 +142,45 @@ static variant_row *variant_for(merged *m, const char *name) {
     return v;
 }
 
-/* One summary's signature entry into the merged list. */
-static int add_signature(merged *m, const cJSON *item, const char *path, char *error, size_t size) {
+/* One summary's signature entry into the merged list; *count gets its count. */
+static int add_signature(merged *m, const cJSON *item, const char *path, double *count, char *error, size_t size) {
     kvc_fuzz_signature s;
     memset(&s, 0, sizeof s);
     const char *key = string_of(item, "signature");
-    const cJSON *count = cJSON_GetObjectItemCaseSensitive(item, "count"), *first = cJSON_GetObjectItemCaseSensitive(item, "first_case");
-    if (!key || !cJSON_IsNumber(count) || !cJSON_IsNumber(first)) {
-        snprintf(error, size, "%s: a \"signatures\" entry lacks \"signature\", \"count\" or \"first_case\"", path);
+    double first_case, minimal_case = -1, tokens = 0;
+    if (!cJSON_IsObject(item) || !key) {
+        snprintf(error, size, "%s: a \"signatures\" entry lacks its \"signature\" string: not a summary kvcmp fuzz wrote (give the file "
+                 "itself, unedited)", path);
         return -1;
     }
+    if (whole_number(item, "count", 1, path, "a signature's ", count, error, size) ||
+        whole_number(item, "first_case", 0, path, "a signature's ", &first_case, error, size))
+        return -1;
+    if (!cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(item, "minimal_case")) && cJSON_GetObjectItemCaseSensitive(item, "minimal_case") &&
+        (whole_number(item, "minimal_case", 0, path, "a signature's ", &minimal_case, error, size) ||
+         whole_number(item, "minimal_tokens", 0, path, "a signature's ", &tokens, error, size)))
+        return -1;
     snprintf(s.key, sizeof s.key, "%s", key);
     snprintf(s.stage, sizeof s.stage, "%s", string_of(item, "stage") ? string_of(item, "stage") : "");
     snprintf(s.check, sizeof s.check, "%s", string_of(item, "check") ? string_of(item, "check") : "");
     snprintf(s.regions, sizeof s.regions, "%s", string_of(item, "regions") ? string_of(item, "regions") : "");
     snprintf(s.cause, sizeof s.cause, "%s", string_of(item, "cause") ? string_of(item, "cause") : "");
-    int64_t first_case = (int64_t)first->valuedouble;
-    kvc_signature_entry *e = kvc_signature_list_get(&m->list, &s, first_case);
+    kvc_signature_entry *e = kvc_signature_list_get(&m->list, &s, (int64_t)first_case);
     if (!e) { snprintf(error, size, "out of memory"); return -1; }
-    e->count += (int64_t)count->valuedouble;
+    e->count += (int64_t)*count;
     const char *first_repro = string_of(item, "first_repro");
-    if (first_case < e->first_case || !e->first_repro[0]) {
+    if ((int64_t)first_case < e->first_case || !e->first_repro[0]) {
         /* The regions are those the first case showed. */
         snprintf(e->signature.regions, sizeof e->signature.regions, "%s", s.regions);
-        e->first_case = first_case;
+        e->first_case = (int64_t)first_case;
         snprintf(e->first_repro, sizeof e->first_repro, "%s", first_repro ? first_repro : "");
     }
-    const cJSON *minimal = cJSON_GetObjectItemCaseSensitive(item, "minimal_case");
-    if (cJSON_IsNumber(minimal)) {
-        int64_t index = (int64_t)minimal->valuedouble, tokens = (int64_t)number_of(item, "minimal_tokens", 0);
+    if (minimal_case >= 0) {
+        int64_t index = (int64_t)minimal_case;
         /* Fewest tokens wins; on a tie, the lowest case index. */
-        if (e->minimal_case < 0 || tokens < e->minimal_tokens || (tokens == e->minimal_tokens && index < e->minimal_case)) {
+        if (e->minimal_case < 0 || (int64_t)tokens < e->minimal_tokens || ((int64_t)tokens == e->minimal_tokens && index < e->minimal_case)) {
             e->minimal_case = -1;
-            kvc_signature_list_saved(e, index, tokens, string_of(item, "minimal_saved") ? string_of(item, "minimal_saved") : "",
+            kvc_signature_list_saved(e, index, (int64_t)tokens, string_of(item, "minimal_saved") ? string_of(item, "minimal_saved") : "",
                                      string_of(item, "minimal_repro") ? string_of(item, "minimal_repro") : "");
         }
     }
@@ -147,99 +197,271 @@ static int add_signature(merged *m, const cJSON *item, const char *path, char *e
     return 0;
 }
 
-/* Reads one summary into m: 0, or -1 with why in error. */
-static int add_summary(merged *m, const char *path, int first, char *error, size_t size) {
-    cJSON *root = kvc_read_json_file(path);
-    if (!root) {
-        snprintf(error, size, "%s: cannot be read as JSON (give the files kvcmp fuzz --json wrote)", path);
+/* The identity fields of the "campaign" object, with the option each
+ * comes from: shards merge only when every one of them agrees. */
+static const struct {
+    const char *key, *option;
+} identity_fields[] = {
+    {"seed", "--seed"}, {"cases", "--cases"}, {"seconds", "--seconds"}, {"shard_count", "shard count N of --shard I/N"},
+    {"candidate", "--candidate"}, {"policy", "--policy"}, {"stage", "--stage"}, {"family", "--family"}, {"threads", "--threads"},
+    {"invalid_per_mille", "--invalid-rate"}, {"metamorphic_per_mille", "--metamorphic-rate"}, {"geometry_pool", "--geometry-pool"},
+    {"kvcmp_version", "kvcmp version"},
+};
+
+static void value_text(const cJSON *item, char *out, size_t size) {
+    if (cJSON_IsString(item)) snprintf(out, size, "%.300s", item->valuestring[0] ? item->valuestring : "(none)");
+    else if (cJSON_IsNumber(item)) snprintf(out, size, "%.17g", item->valuedouble);
+    else snprintf(out, size, "(none)");
+}
+
+/* Why two identities are not one campaign's, or NULL. */
+static const char *identity_differs(const cJSON *mine, const cJSON *theirs, const char *path, char *error, size_t size) {
+    for (size_t i = 0; i < sizeof identity_fields / sizeof *identity_fields; i++) {
+        const cJSON *a = cJSON_GetObjectItemCaseSensitive(mine, identity_fields[i].key);
+        const cJSON *b = cJSON_GetObjectItemCaseSensitive(theirs, identity_fields[i].key);
+        if (!a && !b) continue;
+        if (a && b && cJSON_Compare(a, b, 1)) continue;
+        char first[320], here[320];
+        value_text(a, first, sizeof first);
+        value_text(b, here, sizeof here);
+        snprintf(error, size, "%s: %s %s differs from the first summary's %s: only shards of one campaign merge (merge the summaries of "
+                 "one campaign, or rerun this shard with the campaign's options)", path, identity_fields[i].option, here, first);
+        return error;
+    }
+    return NULL;
+}
+
+/* The campaign object of a summary, checked: -1 with why in error. */
+static int check_identity(const cJSON *campaign, const char *path, int *shard_index, int *shard_count, char *error, size_t size) {
+    const char *seed = string_of(campaign, "seed");
+    double index = -1, count;
+    if (!cJSON_IsObject(campaign)) {
+        snprintf(error, size, "%s: no \"campaign\" object (seed, cases, shard, options, kvcmp version): written by an older kvcmp or edited; "
+                 "rerun the shard with this kvcmp", path);
         return -1;
     }
+    if (!seed || !seed[0] || strspn(seed, "0123456789") != strlen(seed)) {
+        snprintf(error, size, "%s: the campaign's \"seed\" must be a decimal string: not a summary kvcmp fuzz wrote (give the file itself, "
+                 "unedited)", path);
+        return -1;
+    }
+    if (cJSON_GetObjectItemCaseSensitive(campaign, "only")) {
+        snprintf(error, size, "%s: the summary of a single case (--only), not of a shard: merge the summaries of --shard I/N runs", path);
+        return -1;
+    }
+    double amount;
+    if (cJSON_GetObjectItemCaseSensitive(campaign, "cases") ? whole_number(campaign, "cases", 0, path, "the campaign's ", &amount, error, size)
+                                                            : !cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(campaign, "seconds"))) {
+        if (!cJSON_GetObjectItemCaseSensitive(campaign, "cases"))
+            snprintf(error, size, "%s: the campaign has neither \"cases\" nor \"seconds\": not a summary kvcmp fuzz wrote (give the file "
+                     "itself, unedited)", path);
+        return -1;
+    }
+    if (whole_number(campaign, "shard_count", 1, path, "the campaign's ", &count, error, size)) return -1;
+    if (count > 1 << 30) {
+        snprintf(error, size, "%s: the campaign's \"shard_count\" %.0f is out of range (at most 2^30)", path, count);
+        return -1;
+    }
+    if (cJSON_GetObjectItemCaseSensitive(campaign, "shard_index") &&
+        (whole_number(campaign, "shard_index", 0, path, "the campaign's ", &index, error, size) || index >= count)) {
+        if (index >= count) snprintf(error, size, "%s: the campaign's \"shard_index\" %.0f is not below its shard count %.0f", path, index, count);
+        return -1;
+    }
+    *shard_index = (int)index;
+    *shard_count = (int)count;
+    return 0;
+}
+
+/* A shard whose run is no evidence: noted (the merge then gives no
+ * verdict), not refused. */
+static void add_problem(merged *m, const char *format, ...) __attribute__((format(printf, 2, 3)));
+static void add_problem(merged *m, const char *format, ...) {
+    if (m->num_problems < MAX_PROBLEMS_LISTED) {
+        va_list ap;
+        va_start(ap, format);
+        vsnprintf(m->problems[m->num_problems], sizeof m->problems[m->num_problems], format, ap);
+        va_end(ap);
+    }
+    m->num_problems++;
+}
+
+/* The run behind a summary: its exit status and verdict must agree with
+ * each other and with its counts (else the file was edited: -1); a run
+ * that is no evidence (interrupted, an output not written, no verdict) is
+ * a problem of the merge. */
+static int check_run(merged *m, const cJSON *root, const char *path, const char *shards, double failures, char *error, size_t size) {
+    double status;
+    if (whole_number(root, "exit_status", 0, path, "", &status, error, size)) return -1;
+    const char *verdict = string_of(root, "verdict"), *no_verdict = string_of(root, "no_verdict"), *unaccounted = string_of(root, "unaccounted");
+    int interrupted = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "interrupted"));
+    const char *expected = status == 0 ? "pass" : status == 1 ? "fail" : status == 3 ? "write-failed" : status == 4 ? "no-verdict"
+                           : status > 128 ? "interrupted" : "error";
+    int consistent = verdict && strcmp(verdict, expected) == 0 && (status > 128) == (interrupted != 0) &&
+                     (status != 0 || (failures == 0 && !unaccounted && !no_verdict)) && (status != 1 || failures > 0 || unaccounted) &&
+                     (status != 4 || (no_verdict && failures == 0 && !unaccounted));
+    if (!consistent) {
+        snprintf(error, size, "%s: its \"exit_status\" %.0f, \"verdict\" %s and counts disagree: not a summary kvcmp fuzz wrote (give the "
+                 "file itself, unedited)", path, status, verdict ? verdict : "(absent)");
+        return -1;
+    }
+    if (unaccounted && !m->broken[0]) snprintf(m->broken, sizeof m->broken, "%.60s (%.200s): %.400s", shards, path, unaccounted);
+    m->interrupted |= interrupted;
+    if (interrupted)
+        add_problem(m, "%s (%.400s) was interrupted (exit status %.0f): its cases are not all there; rerun the shard", shards, path, status);
+    else if (status == 3)
+        add_problem(m, "%s (%.400s) could not write a case, its summary or its JUnit (exit status 3); rerun the shard where it can write",
+                    shards, path);
+    else if (no_verdict)
+        add_problem(m, "%s (%.400s) gave no verdict: %.500s", shards, path, no_verdict);
+    else if (status != 0 && status != 1)
+        add_problem(m, "%s (%.400s) failed to run (exit status %.0f); rerun the shard", shards, path, status);
+    return 0;
+}
+
+/* Reads one summary into m: 0, or -1 with why in error. */
+static int add_summary(merged *m, const char *path, int first, char *error, size_t size) {
+    cJSON *root = kvc_read_json_file_checked(path, MAX_SUMMARY_BYTES, error, size);
+    if (!root) return -1;
     int rc = -1;
     const char *format = string_of(root, "format");
-    const cJSON *seed = cJSON_GetObjectItemCaseSensitive(root, "seed"), *signatures = cJSON_GetObjectItemCaseSensitive(root, "signatures");
-    const char *candidate = string_of(root, "candidate"), *policy = string_of(root, "policy");
-    char seed_text[32] = "";
-    if (cJSON_IsNumber(seed)) snprintf(seed_text, sizeof seed_text, "%.0f", seed->valuedouble);
+    const cJSON *signatures = cJSON_GetObjectItemCaseSensitive(root, "signatures");
+    const cJSON *campaign = cJSON_GetObjectItemCaseSensitive(root, "campaign");
     if (!cJSON_IsObject(root) || !format || strcmp(format, SUMMARY_FORMAT) != 0) {
         snprintf(error, size, "%s: not a kvcmp fuzz summary (\"format\" is %s%s%s, expected \"" SUMMARY_FORMAT "\": the file kvcmp fuzz --json writes)",
                  path, format ? "\"" : "", format ? format : "missing", format ? "\"" : "");
         goto done;
     }
-    if (!seed_text[0] || !candidate || !policy || !cJSON_IsArray(signatures)) {
-        snprintf(error, size, "%s: a kvcmp fuzz summary without %s", path,
-                 !seed_text[0] ? "\"seed\"" : !candidate ? "\"candidate\"" : !policy ? "\"policy\"" : "a \"signatures\" array");
+    if (!cJSON_IsArray(signatures)) {
+        snprintf(error, size, "%s: a kvcmp fuzz summary without a \"signatures\" array (give the file itself, unedited)", path);
         goto done;
     }
-    /* The shards this file covers: its "shards" (a merged summary) or its "shard". */
-    int indices[256], num = 0, count = 0;
+    int shard_index, count;
+    if (check_identity(campaign, path, &shard_index, &count, error, size)) goto done;
+    /* The shards this file covers: its "shards" (a merged summary) or its campaign's shard_index. */
+    int *indices = NULL, num = 0;
     const cJSON *shards = cJSON_GetObjectItemCaseSensitive(root, "shards"), *one;
     if (cJSON_IsArray(shards)) {
+        indices = calloc((size_t)cJSON_GetArraySize(shards) + 1, sizeof *indices);
+        if (!indices) { snprintf(error, size, "out of memory"); goto done; }
         cJSON_ArrayForEach(one, shards) {
             int index, n;
-            if (!cJSON_IsString(one) || parse_shard(one->valuestring, &index, &n) || (count && n != count) || num == 256) {
-                snprintf(error, size, "%s: \"shards\" must list \"I/N\" strings of one N", path);
+            if (!cJSON_IsString(one) || parse_shard(one->valuestring, &index, &n) || n != count) {
+                snprintf(error, size, "%s: \"shards\" must list \"I/N\" strings of the campaign's shard count %d", path, count);
+                free(indices);
                 goto done;
             }
-            count = n;
             indices[num++] = index;
         }
-    } else if (parse_shard(string_of(root, "shard"), &indices[0], &count) == 0) {
-        num = 1;
+    } else if (shard_index >= 0) {
+        indices = calloc(1, sizeof *indices);
+        if (!indices) { snprintf(error, size, "out of memory"); goto done; }
+        indices[num++] = shard_index;
     } else {
-        snprintf(error, size, "%s: \"shard\" must be \"I/N\" (found %s)", path, string_of(root, "shard") ? string_of(root, "shard") : "nothing");
+        snprintf(error, size, "%s: the campaign names no \"shard_index\" and the summary lists no \"shards\"", path);
         goto done;
     }
-    const char *stage = option_of(root, "stage"), *family = option_of(root, "family");
-    if (first) {
-        snprintf(m->seed_text, sizeof m->seed_text, "%s", seed_text);
-        snprintf(m->candidate, sizeof m->candidate, "%s", candidate);
-        snprintf(m->policy, sizeof m->policy, "%s", policy);
-        snprintf(m->stage, sizeof m->stage, "%s", stage);
-        snprintf(m->family, sizeof m->family, "%s", family);
-        m->shard_count = count;
-    } else {
-        /* Shards of one campaign: one seed, candidate, policy, case selection and split. */
-        const char *what = NULL, *mine = NULL, *theirs = NULL;
-        char mine_count[16], theirs_count[16];
-        snprintf(mine_count, sizeof mine_count, "%d", m->shard_count);
-        snprintf(theirs_count, sizeof theirs_count, "%d", count);
-        if (strcmp(seed_text, m->seed_text) != 0) what = "seed", mine = m->seed_text, theirs = seed_text;
-        else if (strcmp(candidate, m->candidate) != 0) what = "candidate", mine = m->candidate, theirs = candidate;
-        else if (strcmp(policy, m->policy) != 0) what = "policy", mine = m->policy, theirs = policy;
-        else if (strcmp(stage, m->stage) != 0) what = "--stage", mine = m->stage, theirs = stage;
-        else if (strcmp(family, m->family) != 0) what = "--family", mine = m->family, theirs = family;
-        else if (count != m->shard_count) what = "shard count N of --shard I/N", mine = mine_count, theirs = theirs_count;
-        if (what) {
-            snprintf(error, size, "%s: %s %s differs from the first summary's %s: only shards of one campaign merge", path, what,
-                     theirs[0] ? theirs : "(none)", mine[0] ? mine : "(none)");
-            goto done;
-        }
+    /* The top-level fields repeat the identity: an edit of one shows. */
+    char shard_text[32];
+    snprintf(shard_text, sizeof shard_text, "%d/%d", shard_index, count);
+    const char *top_shard = string_of(root, "shard"), *top_candidate = string_of(root, "candidate"), *top_policy = string_of(root, "policy");
+    const char *edited = !top_candidate || !string_of(campaign, "candidate") || strcmp(top_candidate, string_of(campaign, "candidate")) ? "candidate"
+                         : !top_policy || !string_of(campaign, "policy") || strcmp(top_policy, string_of(campaign, "policy")) ? "policy"
+                         : number_of(root, "seed", -1) != strtod(string_of(campaign, "seed"), NULL) ? "seed"
+                         : shard_index >= 0 && (!top_shard || strcmp(top_shard, shard_text)) ? "shard" : NULL;
+    if (edited) {
+        snprintf(error, size, "%s: its \"%s\" disagrees with its \"campaign\" object: not a summary kvcmp fuzz wrote (give the file itself, "
+                 "unedited)", path, edited);
+        free(indices);
+        goto done;
     }
+    if (first) {
+        m->campaign = cJSON_Duplicate(campaign, 1);
+        cJSON_DeleteItemFromObjectCaseSensitive(m->campaign, "shard_index");
+        m->shard_count = count;
+        m->cases_campaign = cJSON_GetObjectItemCaseSensitive(campaign, "cases") != NULL;
+    } else if (identity_differs(m->campaign, campaign, path, error, size)) {
+        free(indices);
+        goto done;
+    }
+    char covered[120];
+    snprintf(covered, sizeof covered, num == 1 ? "shard %d/%d" : "shards %d/%d...", indices[0], count);
     for (int i = 0; i < num; i++) {
         for (int k = 0; k < m->num_shards; k++)
             if (m->shards[k] == indices[i]) {
-                snprintf(error, size, "%s: shard %d/%d is already in an earlier summary (each shard once)", path, indices[i], count);
+                snprintf(error, size, "%s: shard %d/%d is already in an earlier summary (give each shard once)", path, indices[i], count);
+                free(indices);
                 goto done;
             }
-        if (m->num_shards < 256) m->shards[m->num_shards++] = indices[i];
+        if (m->num_shards == m->shard_capacity) {
+            int capacity = m->shard_capacity ? 2 * m->shard_capacity : 64;
+            int *grown = realloc(m->shards, (size_t)capacity * sizeof *grown);
+            if (!grown) { snprintf(error, size, "out of memory"); free(indices); goto done; }
+            m->shards = grown;
+            m->shard_capacity = capacity;
+        }
+        m->shards[m->num_shards++] = indices[i];
     }
+    /* The counts: whole, non-negative, and adding up. */
+    double cases, failures, skipped, compared, lost, counted = 0;
+    if (whole_number(root, "cases", 0, path, "", &cases, error, size) || whole_number(root, "failures", 0, path, "", &failures, error, size) ||
+        whole_number(root, "skipped", 0, path, "", &skipped, error, size) || whole_number(root, "compared", 0, path, "", &compared, error, size) ||
+        whole_number(root, "workers_lost", 0, path, "", &lost, error, size)) {
+        free(indices);
+        goto done;
+    }
+    const char *stopped = string_of(root, "stopped_by");
+    double expected = 0;
+    if (m->cases_campaign)
+        for (int i = 0; i < num; i++) expected += shard_cases(number_of(campaign, "cases", 0), indices[i], count);
+    free(indices);
+    const char *wrong = skipped > cases ? "\"skipped\" exceeds \"cases\"" : failures > cases - skipped ? "\"failures\" exceed the cases compared"
+                        : compared != cases - skipped ? "\"compared\" is not \"cases\" - \"skipped\""
+                        : !stopped ? "\"stopped_by\" is missing"
+                        : m->cases_campaign && strcmp(stopped, "cases") == 0 && cases != expected ? "\"cases\" differs from the cases of its shards"
+                        : m->cases_campaign && cases > expected ? "\"cases\" exceeds the cases of its shards" : NULL;
+    if (wrong) {
+        snprintf(error, size, "%s: %s: not a summary kvcmp fuzz wrote (give the file itself, unedited)", path, wrong);
+        goto done;
+    }
+    if (check_run(m, root, path, covered, failures, error, size)) goto done;
+    if (strcmp(stopped, "max-failures") == 0) m->max_failures_reached = 1;
     const cJSON *item;
-    cJSON_ArrayForEach(item, signatures)
-        if (add_signature(m, item, path, error, size)) goto done;
-    m->cases += number_of(root, "cases", 0);
-    m->failures += number_of(root, "failures", 0);
-    m->skipped += number_of(root, "skipped", 0);
-    m->workers_lost += number_of(root, "workers_lost", 0);
-    m->seconds += number_of(root, "seconds", 0);
-    m->interrupted |= cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "interrupted"));
-    cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(root, "per_variant")) {
-        variant_row *v = variant_for(m, item->string);
-        if (!v) { snprintf(error, size, "out of memory"); goto done; }
-        v->t.cases += (int64_t)number_of(item, "cases", 0);
-        v->t.invalid += (int64_t)number_of(item, "invalid", 0);
-        v->t.skipped += (int64_t)number_of(item, "skipped", 0);
-        v->t.failures += (int64_t)number_of(item, "failures", 0);
+    cJSON_ArrayForEach(item, signatures) {
+        double n;
+        if (add_signature(m, item, path, &n, error, size)) goto done;
+        counted += n;
     }
+    if (counted != failures) {
+        snprintf(error, size, "%s: its signatures count %.0f failures, its \"failures\" %.0f: not a summary kvcmp fuzz wrote (give the file "
+                 "itself, unedited)", path, counted, failures);
+        goto done;
+    }
+    double variant_cases = 0;
+    cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(root, "per_variant")) {
+        double t[4];
+        const char *keys[] = {"cases", "invalid", "skipped", "failures"};
+        for (int k = 0; k < 4; k++)
+            if (whole_number(item, keys[k], 0, path, "a variant's ", &t[k], error, size)) goto done;
+        variant_row *v = item->string ? variant_for(m, item->string) : NULL;
+        if (!v) { snprintf(error, size, "%s: a \"per_variant\" entry without a name, or out of memory", path); goto done; }
+        v->t.cases += (int64_t)t[0];
+        v->t.invalid += (int64_t)t[1];
+        v->t.skipped += (int64_t)t[2];
+        v->t.failures += (int64_t)t[3];
+        variant_cases += t[0];
+    }
+    if (variant_cases != cases) {
+        snprintf(error, size, "%s: its \"per_variant\" cases add up to %.0f, its \"cases\" is %.0f: not a summary kvcmp fuzz wrote (give the "
+                 "file itself, unedited)", path, variant_cases, cases);
+        goto done;
+    }
+    m->cases += cases;
+    m->failures += failures;
+    m->skipped += skipped;
+    m->workers_lost += lost;
+    m->expected_cases += expected;
+    double seconds = number_of(root, "seconds", 0);
+    m->seconds += seconds > 0 && seconds < 1e12 ? seconds : 0;
     cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(root, "failure_list"))
         cJSON_AddItemToArray(m->failure_list, cJSON_Duplicate(item, 1));
     rc = 0;
@@ -254,37 +476,81 @@ static int compare_entries(const void *a, const void *b) {
     return strcmp(x->signature.key, y->signature.key);
 }
 
-static int compare_ints(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
+static int compare_ints(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
 
 static void shards_text(const merged *m, char *out, size_t size) {
     size_t n = 0;
     out[0] = 0;
     for (int i = 0; i < m->num_shards && n < size; i++) {
+        if (i == 8 && m->num_shards > 10) {
+            snprintf(out + n, size - n, ", ... %d in all", m->num_shards);
+            return;
+        }
         int w = snprintf(out + n, size - n, "%s%d/%d", i ? ", " : "", m->shards[i], m->shard_count);
         if (w < 0) return;
         n += (size_t)w;
     }
 }
 
+/* The missing shards (the first few) as a problem of the merge. */
+static void note_missing_shards(merged *m) {
+    if (m->num_shards >= m->shard_count) return;
+    char list[300];
+    size_t n = 0;
+    list[0] = 0;
+    int listed = 0;
+    for (int i = 0, k = 0; i < m->shard_count && listed < 8; i++) {
+        while (k < m->num_shards && m->shards[k] < i) k++;
+        if (k < m->num_shards && m->shards[k] == i) continue;
+        int w = snprintf(list + n, sizeof list - n, "%s%d/%d", listed ? ", " : "", i, m->shard_count);
+        if (w < 0 || (size_t)w >= sizeof list - n) break;
+        n += (size_t)w;
+        listed++;
+    }
+    add_problem(m, "%d of %d shards missing (%s%s): the campaign is incomplete; run the missing shards with the campaign's options and "
+                "merge every summary", m->shard_count - m->num_shards, m->shard_count, list, m->shard_count - m->num_shards > listed ? ", ..." : "");
+}
+
+/* Why the merged campaign gives no verdict ("" when it does). */
+static void no_verdict_text(const merged *m, char *out, size_t size) {
+    out[0] = 0;
+    if (!m->num_problems) return;
+    if (m->num_problems == 1) snprintf(out, size, "%s", m->problems[0]);
+    else snprintf(out, size, "%d shard problems, the first: %s", m->num_problems, m->problems[0]);
+}
+
+static int merged_exit(const merged *m) { return m->failures > 0 || m->list.count || m->broken[0] ? 1 : m->num_problems ? 4 : 0; }
+
+static const char *exit_word(int status) { return status == 0 ? "pass" : status == 1 ? "fail" : status == 3 ? "write-failed" : "no-verdict"; }
+
 static cJSON *options_json(const merged *m, char **paths, int num_paths) {
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "candidate", m->candidate);
-    cJSON_AddStringToObject(o, "policy", m->policy);
-    if (m->stage[0]) cJSON_AddStringToObject(o, "stage", m->stage);
-    if (m->family[0]) cJSON_AddStringToObject(o, "family", m->family);
+    cJSON *o = cJSON_Duplicate(m->campaign, 1);
     cJSON *list = cJSON_AddArrayToObject(o, "merged");
     for (int i = 0; i < num_paths; i++) cJSON_AddItemToArray(list, cJSON_CreateString(paths[i]));
     return o;
 }
 
-static cJSON *merged_json(const merged *m, char **paths, int num_paths) {
+static uint64_t seed_of(const merged *m) { return (uint64_t)strtoull(string_of(m->campaign, "seed"), NULL, 10); }
+
+static cJSON *merged_json(const merged *m, char **paths, int num_paths, int status) {
     cJSON *root = cJSON_CreateObject();
-    double seed = strtod(m->seed_text, NULL);
     cJSON_AddStringToObject(root, "format", SUMMARY_FORMAT);
-    cJSON_AddItemToObject(root, "run", kvc_run_info((uint64_t)strtoull(m->seed_text, NULL, 10), 1, options_json(m, paths, num_paths)));
-    cJSON_AddNumberToObject(root, "seed", seed);
-    cJSON_AddStringToObject(root, "candidate", m->candidate);
-    cJSON_AddStringToObject(root, "policy", m->policy);
+    cJSON_AddItemToObject(root, "run", kvc_run_info(seed_of(m), 1, options_json(m, paths, num_paths)));
+    cJSON_AddItemToObject(root, "campaign", cJSON_Duplicate(m->campaign, 1));
+    cJSON_AddStringToObject(root, "verdict", exit_word(status));
+    cJSON_AddNumberToObject(root, "exit_status", status);
+    cJSON_AddStringToObject(root, "stopped_by", m->interrupted ? "interrupted" : m->max_failures_reached ? "max-failures"
+                                                 : m->cases_campaign ? "cases" : "time");
+    char why[900];
+    no_verdict_text(m, why, sizeof why);
+    if (why[0]) cJSON_AddStringToObject(root, "no_verdict", why);
+    if (m->broken[0]) cJSON_AddStringToObject(root, "unaccounted", m->broken);
+    cJSON_AddNumberToObject(root, "seed", strtod(string_of(m->campaign, "seed"), NULL));
+    cJSON_AddStringToObject(root, "candidate", string_of(m->campaign, "candidate") ? string_of(m->campaign, "candidate") : "");
+    cJSON_AddStringToObject(root, "policy", string_of(m->campaign, "policy") ? string_of(m->campaign, "policy") : "");
     cJSON *shards = cJSON_AddArrayToObject(root, "shards");
     for (int i = 0; i < m->num_shards; i++) {
         char text[32];
@@ -297,6 +563,7 @@ static cJSON *merged_json(const merged *m, char **paths, int num_paths) {
     cJSON_AddNumberToObject(root, "seconds", m->seconds);
     cJSON_AddNumberToObject(root, "failures", m->failures);
     cJSON_AddNumberToObject(root, "skipped", m->skipped);
+    cJSON_AddNumberToObject(root, "compared", m->cases - m->skipped);
     cJSON_AddBoolToObject(root, "interrupted", m->interrupted);
     cJSON_AddNumberToObject(root, "workers_lost", m->workers_lost);
     cJSON_AddNumberToObject(root, "distinct_failures", m->list.count);
@@ -327,13 +594,20 @@ static const char *first_detail(const merged *m, const char *key, char *variant,
 }
 
 /* As kvcmp fuzz --junit: a failed testcase per signature, a passed one
- * per variant without failures (skipped when the candidate lacks it). */
-static int write_junit(const merged *m, const char *path, char **paths, int num_paths) {
+ * per variant without failures (skipped when the candidate lacks it),
+ * and a failed one when the merge gives no verdict. */
+static int write_junit(const merged *m, const char *path, char **paths, int num_paths, int status) {
     kvc_junit *j = kvc_junit_new("kvcmp fuzz");
     if (!j) return -1;
-    cJSON *info = kvc_run_info((uint64_t)strtoull(m->seed_text, NULL, 10), 1, options_json(m, paths, num_paths));
+    cJSON *info = kvc_run_info(seed_of(m), 1, options_json(m, paths, num_paths));
+    cJSON_AddStringToObject(info, "verdict", exit_word(status));
+    cJSON_AddNumberToObject(info, "exit_status", status);
     kvc_junit_properties(j, info);
     cJSON_Delete(info);
+    char why[900];
+    no_verdict_text(m, why, sizeof why);
+    if (why[0]) kvc_junit_fail(j, "fuzz.campaign", "every shard merged", 0, "no-verdict", why, why);
+    if (m->broken[0]) kvc_junit_fail(j, "fuzz.campaign", "every case run once", 0, "accounting", m->broken, m->broken);
     for (int i = 0; i < m->list.count; i++) {
         const kvc_signature_entry *e = &m->list.entries[i];
         char classname[96], variant[64] = "", text[KVC_SIGNATURE_TEXT];
@@ -379,35 +653,43 @@ int kvc_cmd_merge(int argc, char **argv) {
     int rc = 0;
     for (int i = 0; i < num_paths && rc == 0; i++)
         if (add_summary(&m, paths[i], i == 0, error, sizeof error)) {
-            fprintf(stderr, "kvcmp merge: %s\n", error);
+            char shown[4 * sizeof error];
+            fprintf(stderr, "kvcmp merge: %s\n", kvc_escape_text(error, shown, sizeof shown));
             rc = 2;
         }
     if (rc == 0) {
         kvc_signature_list_compact(&m.list);
-        qsort(m.list.entries, (size_t)m.list.count, sizeof *m.list.entries, compare_entries);
+        if (m.list.count) qsort(m.list.entries, (size_t)m.list.count, sizeof *m.list.entries, compare_entries);
         for (int i = 0; i < m.list.count; i++) m.list.entries[i].group = i;   /* each listed where it now is */
-        qsort(m.shards, (size_t)m.num_shards, sizeof *m.shards, compare_ints);
-        char shards[600];
+        if (m.num_shards) qsort(m.shards, (size_t)m.num_shards, sizeof *m.shards, compare_ints);
+        note_missing_shards(&m);
+        char shards[600], shown[4 * 700];
         shards_text(&m, shards, sizeof shards);
+        const char *seed = string_of(m.campaign, "seed"), *candidate = string_of(m.campaign, "candidate"), *policy = string_of(m.campaign, "policy");
         printf("merge: %d summar%s (shards %s), seed %s, candidate %s, policy %s: %.0f cases, %.0f failure%s\n", num_paths,
-               num_paths == 1 ? "y" : "ies", shards, m.seed_text, m.candidate, m.policy, m.cases, m.failures, m.failures == 1 ? "" : "s");
-        if (m.num_shards < m.shard_count)
-            printf("merge: %d of %d shards: the campaign is incomplete (the shards missing were not merged)\n", m.num_shards,
-                   m.shard_count);
-        if (m.interrupted) printf("merge: at least one shard was INTERRUPTED: its cases are all that ran\n");
+               num_paths == 1 ? "y" : "ies", shards, seed, kvc_escape_text(candidate ? candidate : "", shown, sizeof shown),
+               policy ? policy : "", m.cases, m.failures, m.failures == 1 ? "" : "s");
+        for (int i = 0; i < m.num_problems && i < MAX_PROBLEMS_LISTED; i++)
+            printf("merge: %s\n", kvc_escape_text(m.problems[i], shown, sizeof shown));
+        if (m.num_problems > MAX_PROBLEMS_LISTED) printf("merge: ... and %d more shard problems\n", m.num_problems - MAX_PROBLEMS_LISTED);
+        if (m.broken[0]) printf("merge: FAILED, cases not accounted for in %s\n", kvc_escape_text(m.broken, shown, sizeof shown));
         kvc_signature_list_print(stdout, &m.list);
         if (m.list.count)
             printf("merge: %d distinct failure%s, each listed above with the command that regenerates its first case and the one "
                    "that replays its smallest saved case\n", m.list.count, m.list.count == 1 ? "" : "s");
-        if (json_path && kvc_write_json_file(json_path, merged_json(&m, paths, num_paths), error, sizeof error)) {
+        int verdict = merged_exit(&m);
+        if (verdict == 4) printf("merge: NO VERDICT (exit status 4): the shards merged do not make the whole campaign (above)\n");
+        if (junit_path && write_junit(&m, junit_path, paths, num_paths, verdict)) rc = 3;
+        if (json_path && kvc_write_json_file(json_path, merged_json(&m, paths, num_paths, rc ? 3 : verdict), error, sizeof error)) {
             fprintf(stderr, "kvcmp merge: %s\n", error);
             rc = 3;
         }
-        if (junit_path && write_junit(&m, junit_path, paths, num_paths)) rc = 3;
-        if (rc == 0 && (m.failures > 0 || m.list.count)) rc = 1;
+        if (rc == 0) rc = verdict;
     }
     kvc_signature_list_free(&m.list);
     free(m.variants);
+    free(m.shards);
+    cJSON_Delete(m.campaign);
     cJSON_Delete(m.failure_list);
     return rc;
 }

@@ -122,6 +122,10 @@ static void on_interrupt(int signo) {
     interrupted_by = signo;
 }
 
+/* The dispositions before kvc_interrupt_install, put back by kvc_interrupt_uninstall. */
+static struct sigaction before_hup, before_int, before_term;
+static int installed;
+
 void kvc_interrupt_install(void) {
     interrupted_by = 0;
     struct sigaction sa;
@@ -129,13 +133,21 @@ void kvc_interrupt_install(void) {
     sa.sa_handler = on_interrupt;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = 0;   /* no SA_RESTART: poll() returns EINTR at once */
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, NULL, &before_hup);
+    /* nohup's ignored hangup stays ignored. */
+    if (before_hup.sa_handler != SIG_IGN) sigaction(SIGHUP, &sa, NULL);
+    sigaction(SIGINT, &sa, &before_int);
+    sigaction(SIGTERM, &sa, &before_term);
+    installed = 1;
 }
 
 void kvc_interrupt_uninstall(void) {
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
+    if (installed) {
+        sigaction(SIGHUP, &before_hup, NULL);
+        sigaction(SIGINT, &before_int, NULL);
+        sigaction(SIGTERM, &before_term, NULL);
+        installed = 0;
+    }
     interrupted_by = 0;
 }
 

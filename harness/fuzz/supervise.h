@@ -59,14 +59,15 @@ int kvc_exit_fd(pid_t pid);
  * names its process group for kvc_kill_group. */
 int kvc_exited(pid_t pid);
 
-/* SIGINT and SIGTERM set a flag that kvc_interrupted() returns (the
- * signal number); a second one kills the tracked children and exits at
- * once with 128 + the signal. */
+/* SIGHUP, SIGINT and SIGTERM set a flag that kvc_interrupted() returns
+ * (the signal number); a second one kills the tracked children and exits
+ * at once with 128 + the signal. */
 void kvc_interrupt_install(void);
 int kvc_interrupted(void);
 void kvc_interrupt_track(pid_t pid);
 void kvc_interrupt_untrack(pid_t pid);
-/* Back to the default dispositions (for the unit tests' in-process runs). */
+/* Back to the dispositions before kvc_interrupt_install (an ignored
+ * SIGHUP, as nohup leaves it, is never replaced). */
 void kvc_interrupt_uninstall(void);
 
 typedef enum { KVC_CHILD_DONE, KVC_CHILD_DIED, KVC_CHILD_TIMEOUT, KVC_CHILD_MEMORY } kvc_child_outcome;

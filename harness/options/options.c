@@ -186,6 +186,45 @@ int kvc_parse_command_line(const kvc_command_line *line, int argc, char **argv, 
     return KVC_OPTIONS_OK;
 }
 
+size_t kvc_shell_quote(const char *word, char *out, size_t size) {
+    static const char safe[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-+=./:,@%";
+    char buffer[8];
+    size_t n = 0;
+    /* Appends text when the whole of it fits; n counts what is needed. */
+#define PUT(text)                                                                                      \
+    do {                                                                                               \
+        const char *t_ = (text);                                                                       \
+        size_t k_ = strlen(t_);                                                                        \
+        if (n + k_ < size) memcpy(out + n, t_, k_);                                                    \
+        n += k_;                                                                                       \
+    } while (0)
+    int plain = word[0] != 0 && word[0] != '=' && word[strspn(word, safe)] == 0, printable = 1;
+    for (const unsigned char *p = (const unsigned char *)word; *p; p++) printable &= *p >= 0x20 && *p < 0x7F;
+    if (plain) {
+        PUT(word);
+    } else if (printable) {
+        PUT("'");
+        for (const char *p = word; *p; p++) {
+            if (*p == '\'') PUT("'\\''");
+            else { buffer[0] = *p; buffer[1] = 0; PUT(buffer); }
+        }
+        PUT("'");
+    } else {
+        /* Bytes a terminal would act on: $'...' with \xNN, as printf %q writes them. */
+        PUT("$'");
+        for (const unsigned char *p = (const unsigned char *)word; *p; p++) {
+            if (*p == '\'' || *p == '\\') { buffer[0] = '\\'; buffer[1] = (char)*p; buffer[2] = 0; }
+            else if (*p >= 0x20 && *p < 0x7F) { buffer[0] = (char)*p; buffer[1] = 0; }
+            else snprintf(buffer, sizeof buffer, "\\x%02x", *p);
+            PUT(buffer);
+        }
+        PUT("'");
+    }
+#undef PUT
+    if (size) out[n < size ? n : 0] = 0;
+    return n;
+}
+
 static char invocation[512] = "kvcmp";
 
 void kvc_set_invocation(const char *command) {

@@ -73,6 +73,14 @@ int kvc_option_shard(const char *value, void *target, char *why, size_t size);  
  * git commit the build was made from, when it knew one. */
 const char *kvc_version_string(void);
 
+/* word as one shell word that the shell reads back as exactly word and
+ * that runs nothing (printf %q's style): as it is when it holds only
+ * characters no shell treats specially, else in single quotes, else (a
+ * control character or a byte outside ASCII) as $'...' with \xNN
+ * escapes.  Returns the length it needs; when that does not fit in size
+ * bytes, out is "" (never a word cut short). */
+size_t kvc_shell_quote(const char *word, char *out, size_t size);
+
 /* How this process's user runs kvcmp, for the __REPRO lines every job
  * prints: the path the command was run by ("build/kvcmp"), "kvcmp" when
  * the shell found it on PATH, "/usr/bin/python3 -m kvcmp" from Python.

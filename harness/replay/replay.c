@@ -76,10 +76,17 @@ static int case_has_expected_outputs(const kvc_case *c) {
     return 0;
 }
 
-/* 0 when the stage rejected the case and left every output byte as it was. */
+/* 0 when the stage rejected the case and left every output byte as it was.
+ * A candidate that raised, crashed or lost its device did not reject the
+ * case: it failed, whatever the reference does with it. */
 static int expected_rejection(const kvc_case *c, const kvc_run_result *result, char *detail, size_t size) {
     if (result->status == KVC_OK) {
         snprintf(detail, size, "the case has no expected outputs (an input to reject), but the stage accepted it");
+        return 1;
+    }
+    if (result->status < KVC_ERR_PARAM || result->status > KVC_ERR_METADATA) {
+        snprintf(detail, size, "%s instead of a rejection (the case has no expected outputs: an input to reject): %s",
+                 kvc_status_name(result->status), result->error.message);
         return 1;
     }
     for (int i = 0; i < result->num_outputs; i++) {
@@ -328,25 +335,30 @@ static void count_verdict(kvc_replay_totals *totals, const char *label, int verd
 
 /* "KVCMP_PYTHON=... " before a command that runs a py: candidate, so the
  * line runs the interpreter this one did. */
-static const char *python_prefix(const char *impl) {
-    static char prefix[600];
-    if (strncmp(impl, "py:", 3) != 0) return "";
-    snprintf(prefix, sizeof prefix, "KVCMP_PYTHON=%s ", kvc_pyworker_python());
-    return prefix;
-}
-
+/* The command that replays one case as this run did; every value
+ * shell-quoted, the case after "--".  One that does not fit is a shell
+ * comment saying so. */
 static void replay_repro(const kvc_replay_options *options, const char *dir, char *repro, size_t size) {
-    if (options->outputs_dir)
-        snprintf(repro, size, "%s replay --outputs %s --policy %s %s", kvc_invocation(), options->outputs_dir, policy_name(options->policy),
-                 dir);
-    else if (options->outputs_in_case)
-        snprintf(repro, size, "%s replay --outputs-in-case --policy %s %s", kvc_invocation(), policy_name(options->policy), dir);
-    else {
-        char padding[48] = "";
-        if (options->page_padding) snprintf(padding, sizeof padding, " --page-padding %lld", (long long)options->page_padding);
-        snprintf(repro, size, "%s%s replay --impl %s --policy %s%s %s", python_prefix(options->impl_name), kvc_invocation(),
-                 options->impl_name, policy_name(options->policy), padding, dir);
+    char python[600] = "", impl[1200], outputs[4 * PATH_MAX + 8], path[4 * PATH_MAX + 8], padding[48] = "";
+    if (strncmp(options->impl_name, "py:", 3) == 0) {
+        char quoted[560];
+        if (kvc_shell_quote(kvc_pyworker_python(), quoted, sizeof quoted) < sizeof quoted)
+            snprintf(python, sizeof python, "KVCMP_PYTHON=%s ", quoted);
     }
+    int fits = kvc_shell_quote(options->impl_name, impl, sizeof impl) < sizeof impl && kvc_shell_quote(dir, path, sizeof path) < sizeof path &&
+               (!options->outputs_dir || kvc_shell_quote(options->outputs_dir, outputs, sizeof outputs) < sizeof outputs);
+    int n;
+    if (!fits) n = -1;
+    else if (options->outputs_dir)
+        n = snprintf(repro, size, "%s replay --outputs %s --policy %s -- %s", kvc_invocation(), outputs, policy_name(options->policy), path);
+    else if (options->outputs_in_case)
+        n = snprintf(repro, size, "%s replay --outputs-in-case --policy %s -- %s", kvc_invocation(), policy_name(options->policy), path);
+    else {
+        if (options->page_padding) snprintf(padding, sizeof padding, " --page-padding %lld", (long long)options->page_padding);
+        n = snprintf(repro, size, "%s%s replay --impl %s --policy %s%s -- %s", python, kvc_invocation(), impl,
+                     policy_name(options->policy), padding, path);
+    }
+    if (n < 0 || (size_t)n >= size) snprintf(repro, size, "# the replay command is longer than %zu bytes: replay the case named above", size);
 }
 
 /* The verdict, label and detail of a case: what a child replaying it in
@@ -469,7 +481,7 @@ static int replay_case_isolated(const char *dir, const kvc_replay_options *optio
 static void usage(FILE *out) {
     fprintf(out,
             "usage: kvcmp replay [--impl ref|opt|LIB.so|py:FILE.py:FUNCTION] [--policy exact|vllm] [--page-padding BYTES]\n"
-            "                    [--stage LIST] [--timeout SECONDS] [--rss-limit-mb MB] [--junit FILE] [--quiet]\n"
+            "                    [--stage LIST] [--timeout SECONDS] [--rss-limit-mb MB] [--junit FILE] [--skip LIST] [--quiet]\n"
             "                    [--conformance] PATH...\n"
             "       kvcmp replay (--outputs DIR | --outputs-in-case) [--policy exact|vllm] [--junit FILE] [--quiet] PATH...\n"
             "  PATH is a case directory (with case.json) or a tree of them; options may also follow\n"
@@ -485,14 +497,19 @@ static void usage(FILE *out) {
             "  says crashed, says rejected where the reference runs, or says ran where the reference\n"
             "  rejects (SPEC.md section 10). Two case directories of one name under --outputs fail.\n"
             "  The walk never follows a symlink below PATH (each is a FAIL line) and never reads a case\n"
-            "  file through one; an entry it cannot read is a FAIL line too.\n"
+            "  file through one; an entry it cannot read is a FAIL line too, and so are a hidden\n"
+            "  directory, a FIFO, socket or device, and (in a tree with cases) a directory with files but\n"
+            "  no case.json and no case below it.  --skip NAME[,NAME...] skips such entries by name or\n"
+            "  path instead (each a SKIP line).  Hidden files (.gitkeep) are passed over.\n"
             "  --stage LIST: only cases of these variants (name prefixes as in kvcmp fuzz --stage,\n"
             "  see kvcmp fuzz --list). Cases of a stage the implementation does not offer are skipped.\n"
             "  --junit FILE: JUnit XML for CI, one testcase per case (its source the class), a failure's\n"
             "  message the classified difference and its text the __REPRO line.\n"
             "  --impl LIB.so runs each case in a process of its own: a crash is that case's FAIL line\n"
             "  and the tree goes on; a case past --timeout (default %g s) or --rss-limit-mb (default\n"
-            "  %d) is stopped and fails as timeout or memory.\n",
+            "  %d) is stopped and fails as timeout or memory.\n"
+            "  Exit status: 0 every case passed, 1 a failure (or an entry that is not a case), 2 bad\n"
+            "  options or a JUnit file not written, 4 no case compared (all skipped).\n",
             KVC_DEFAULT_TIMEOUT_SECONDS, KVC_DEFAULT_RSS_LIMIT_MB);
 }
 
@@ -565,6 +582,7 @@ int kvc_cmd_replay(int argc, char **argv) {
         {"junit", KVC_OPT_STRING, .target = &options.junit_path},
         {"timeout", KVC_OPT_DOUBLE, .target = &options.timeout_seconds, .low = 0.001, .high = 1e7},
         {"rss-limit-mb", KVC_OPT_INT64, .target = &options.rss_limit_mb, .min = 1, .max = INT64_C(1) << 30},
+        {"skip", KVC_OPT_STRING, .target = &options.skip_list},
         {NULL},
     };
     const kvc_command_line line = {"replay", table, usage, -1};
@@ -616,6 +634,33 @@ static void report_problem(const kvc_replay_options *options, kvc_replay_totals 
     kvc_junit_fail(options->junit, classname, shown.dir, 0, label, shown.detail, shown.detail);
 }
 
+/* Whether --skip names the entry at path: an item equal to the path, or
+ * to its last component. */
+static int skip_named(const char *skip_list, const char *path) {
+    if (!skip_list) return 0;
+    char name[256];
+    kvc_case_dir_name(path, name, sizeof name);
+    for (const char *item = skip_list; *item;) {
+        size_t n = strcspn(item, ",");
+        if (n && ((strlen(path) == n && strncmp(path, item, n) == 0) || (strlen(name) == n && strncmp(name, item, n) == 0))) return 1;
+        item += n + (item[n] == ',');
+    }
+    return 0;
+}
+
+/* An entry the walk reported, named by --skip: a SKIP line and a skipped
+ * testcase, counted as skipped. */
+static void report_skipped(const kvc_replay_options *options, kvc_replay_totals *totals, const char *label, const char *path,
+                           const char *why) {
+    char detail[600];
+    snprintf(detail, sizeof detail, "%.450s; skipped: --skip names it", why);
+    shown_case shown;
+    show(&shown, label, path, detail, "");
+    count_verdict(totals, label, KVC_REPLAY_SKIP);
+    if (!options->quiet) print_case_line("SKIP", &shown, 0);
+    if (options->junit) junit_case(options->junit, KVC_REPLAY_SKIP, &shown, 0);
+}
+
 /* Under --outputs the outputs of case directory .../CASE are OUTPUTS/CASE:
  * two directories named CASE would be judged by one runner's outputs. */
 static void report_name_clashes(const kvc_replay_options *options, kvc_replay_totals *totals, const kvc_case_walk *walks,
@@ -633,8 +678,9 @@ static void report_name_clashes(const kvc_replay_options *options, kvc_replay_to
     free(pairs);
 }
 
-/* Replays every case under the paths; 0 when all passed, else 1 (2 when
- * the backend cannot be loaded). */
+/* Replays every case under the paths; 0 when all passed, 1 when one
+ * failed or an entry was not a case, 2 when the backend cannot be loaded
+ * (or the JUnit file not written), 4 when no case was compared. */
 static int replay_paths(char **paths, int num_paths, kvc_replay_options *options_in) {
     kvc_replay_options options = *options_in;
     char error[512];
@@ -650,8 +696,11 @@ static int replay_paths(char **paths, int num_paths, kvc_replay_options *options
     kvc_case_walk walks[num_paths > 0 ? num_paths : 1];
     for (int i = 0; i < num_paths; i++) {
         kvc_walk_cases(paths[i], &walks[i]);
-        for (int k = 0; k < walks[i].num_refused; k++)
-            report_problem(&options, &totals, "unreadable", walks[i].refused[k].path, walks[i].refused[k].why);
+        for (int k = 0; k < walks[i].num_refused; k++) {
+            const kvc_refusal *r = &walks[i].refused[k];
+            if (skip_named(options.skip_list, r->path)) report_skipped(&options, &totals, r->kind, r->path, r->why);
+            else report_problem(&options, &totals, r->kind, r->path, r->why);
+        }
         if (walks[i].count == 0 && walks[i].num_refused == 0) {
             fprintf(stderr, "kvcmp replay: no case directory (with case.json) under %s\n", paths[i]);
             totals.failed++;
@@ -673,7 +722,24 @@ static int replay_paths(char **paths, int num_paths, kvc_replay_options *options
         for (int i = 0; i < totals.num_sources; i++)
             print_counts("source ", totals.sources[i].source, totals.sources[i].passed, totals.sources[i].failed,
                          totals.sources[i].skipped, totals.sources[i].known);
+    /* Skipped cases are no evidence: a replay that compared none has no verdict. */
+    int none_compared = !totals.failed && totals.passed + totals.known == 0;
+    if (none_compared && options.junit) {
+        /* The command that runs this replay again, paths quoted after "--". */
+        char text[4096], quoted[4 * PATH_MAX + 8];
+        int n = snprintf(text, sizeof text, "no case was compared: every case was skipped\n  __REPRO: %s replay", kvc_invocation());
+        const char *words[] = {"--impl", options.impl_name, "--"};
+        for (int i = 0; i < 3 + num_paths && n > 0 && (size_t)n < sizeof text; i++) {
+            const char *word = i < 3 ? words[i] : paths[i - 3];
+            if (kvc_shell_quote(word, quoted, sizeof quoted) < sizeof quoted) n += snprintf(text + n, sizeof text - (size_t)n, " %s", quoted);
+        }
+        if (n > 0 && (size_t)n < sizeof text) snprintf(text + n, sizeof text - (size_t)n, "\n");
+        kvc_junit_fail(options.junit, "replay.run", "cases compared", 0, "no-verdict", "no case was compared: every case was skipped", text);
+    }
     print_counts("", NULL, totals.passed, totals.failed, totals.skipped, totals.known);
+    if (none_compared)
+        printf("replay: NO VERDICT (exit status 4): no case was compared (%d skipped); replay with an implementation that offers "
+               "their stages, or name a tree that has cases\n", totals.skipped);
     int junit_failed = options.junit && write_junit(&options, paths, num_paths);
-    return totals.failed ? 1 : junit_failed ? 2 : 0;
+    return totals.failed ? 1 : junit_failed ? 2 : none_compared ? 4 : 0;
 }

@@ -18,6 +18,7 @@ typedef struct {
     struct kvc_junit *junit;      /* when set, each case is also a testcase there */
     double timeout_seconds;       /* a plug-in's case runs in a process of its own, */
     int64_t rss_limit_mb;         /* stopped past these limits (0: none) */
+    const char *skip_list;        /* --skip: entries the walk reports, by name or path, comma-separated, skipped instead of failed */
 } kvc_replay_options;
 
 /* Per-source tallies, for "counted per source" summaries. */
@@ -38,9 +39,13 @@ typedef struct {
  * path (itself, or a tree), sorted, and what the walk refused, each a
  * message naming the entry: a symlink (never followed: the root only, as
  * given), an entry it could not stat or read, a directory whose paths
- * would exceed PATH_MAX.  Names starting with '.' are skipped. */
+ * would exceed PATH_MAX (kind "unreadable"), a hidden directory
+ * ("hidden"), a FIFO, socket or device ("not a file"), and, in a tree
+ * that has cases, a directory holding files but no case.json and no case
+ * below it ("not a case").  Hidden regular files are passed over. */
 typedef struct {
     char *path, *why;
+    const char *kind;   /* a static string, the label of the entry's FAIL line */
 } kvc_refusal;
 
 typedef struct {

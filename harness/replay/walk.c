@@ -18,7 +18,7 @@ static int push(char ***list, int *count, int *capacity, const char *text) {
     return 0;
 }
 
-static void add_refusal(kvc_case_walk *walk, int *capacity, const char *path, const char *why) {
+static void add_refusal(kvc_case_walk *walk, int *capacity, const char *kind, const char *path, const char *why) {
     if (walk->num_refused == *capacity) {
         int grown = *capacity ? 2 * *capacity : 16;
         kvc_refusal *more = realloc(walk->refused, (size_t)grown * sizeof *more);
@@ -26,7 +26,7 @@ static void add_refusal(kvc_case_walk *walk, int *capacity, const char *path, co
         walk->refused = more;
         *capacity = grown;
     }
-    walk->refused[walk->num_refused++] = (kvc_refusal){strdup(path), strdup(why)};
+    walk->refused[walk->num_refused++] = (kvc_refusal){strdup(path), strdup(why), kind};
 }
 
 static int compare_entries(const FTSENT **a, const FTSENT **b) { return strcmp((*a)->fts_name, (*b)->fts_name); }
@@ -36,9 +36,10 @@ static int compare_names(const void *a, const void *b) { return strcmp(*(char *c
 /* Why the walk refuses an entry, or NULL when it does not: an entry it
  * could not stat or read is reported, not dropped (a path longer than
  * PATH_MAX among them), and a symlink is never followed, so a case tree
- * cannot send kvcmp outside itself. */
-static const char *refusal(const FTSENT *e, char *why, size_t size) {
-    if (e->fts_info == FTS_SL) {
+ * cannot send kvcmp outside itself.  *kind: the label of its FAIL line. */
+static const char *refusal(const FTSENT *e, const char **kind, char *why, size_t size) {
+    *kind = "unreadable";
+    if (e->fts_info == FTS_SL || e->fts_info == FTS_SLNONE) {
         snprintf(why, size, "a symbolic link: the case walk does not follow links (name the target on the command line, or copy the "
                             "cases in)");
         return why;
@@ -52,32 +53,78 @@ static const char *refusal(const FTSENT *e, char *why, size_t size) {
                  PATH_MAX - 1);
         return why;
     }
+    if (e->fts_name[0] == '.' && e->fts_info == FTS_D) {
+        *kind = "hidden";
+        snprintf(why, size, "a hidden directory: the walk does not replay it (rename it without the leading dot, or skip it by name with "
+                            "--skip %.100s)", e->fts_name);
+        return why;
+    }
+    if (e->fts_info == FTS_DEFAULT) {
+        *kind = "not a file";
+        snprintf(why, size, "neither a regular file nor a directory (a FIFO, a socket or a device): never opened (remove it, or skip it "
+                            "by name with --skip %.100s)", e->fts_name);
+        return why;
+    }
     return NULL;
 }
+
+/* fts_number bits of a directory, gathered from below as the walk leaves it. */
+enum { ACCOUNTED = 1,   /* a case, or an entry reported, lies below */
+       HOLDS_FILES = 2  /* a regular file lies below */ };
 
 /* fts with FTS_PHYSICAL: entries are lstat'ed, never followed (the root
  * only, by FTS_COMFOLLOW, as the command line named it), and only
  * stat'ed: a FIFO or a device in the tree is never opened.  A case
- * directory ends the descent: its files are the case's tensors. */
+ * directory ends the descent: its files are the case's tensors.  Every
+ * entry below the root is a case, part of the way to one, or reported:
+ * a directory that holds files but no case.json and no case below it (a
+ * case whose case.json was lost or renamed) is reported when the tree
+ * has cases; hidden files (.gitkeep) are the only entries passed over. */
 int kvc_walk_cases(const char *path, kvc_case_walk *walk) {
-    int capacity = 0, refused_capacity = 0;
+    int capacity = 0, refused_capacity = 0, caseless_count = 0, caseless_capacity = 0;
+    char **caseless = NULL;   /* directories with files and no case, reported if the tree has cases */
     memset(walk, 0, sizeof *walk);
     char *roots[2] = {(char *)path, NULL};
     FTS *fts = fts_open(roots, FTS_PHYSICAL | FTS_COMFOLLOW | FTS_NOCHDIR, compare_entries);
     if (!fts) return 0;
     FTSENT *e;
     while ((e = fts_read(fts)) != NULL) {
-        if (e->fts_level > 0 && e->fts_name[0] == '.') { fts_set(fts, e, FTS_SKIP); continue; }
-        char why[200];
-        if (e->fts_level > 0 && refusal(e, why, sizeof why)) {   /* the root is the command line's */
-            add_refusal(walk, &refused_capacity, e->fts_path, why);
-            fts_set(fts, e, FTS_SKIP);
+        FTSENT *parent = e->fts_level > 0 ? e->fts_parent : NULL;
+        if (e->fts_info == FTS_DP) {
+            /* Leaving a directory: its findings go up to its parent. */
+            if (e->fts_level > 0 && !(e->fts_number & ACCOUNTED) && (e->fts_number & HOLDS_FILES)) {
+                push(&caseless, &caseless_count, &caseless_capacity, e->fts_path);
+                e->fts_number |= ACCOUNTED;
+            }
+            if (parent) parent->fts_number |= e->fts_number;
+            continue;
+        }
+        if (e->fts_level > 0 && e->fts_name[0] == '.' && (e->fts_info == FTS_F || e->fts_info == FTS_NSOK)) continue;
+        char why[300];
+        const char *kind;
+        if (e->fts_level > 0 && refusal(e, &kind, why, sizeof why)) {   /* the root is the command line's */
+            add_refusal(walk, &refused_capacity, kind, e->fts_path, why);
+            if (parent) parent->fts_number |= ACCOUNTED;
+            if (e->fts_info == FTS_D) fts_set(fts, e, FTS_SKIP);
         } else if (e->fts_info == FTS_D && kvc_is_case_dir(e->fts_path)) {
             push(&walk->dirs, &walk->count, &capacity, e->fts_path);
+            if (parent) parent->fts_number |= ACCOUNTED;
             fts_set(fts, e, FTS_SKIP);
+        } else if (e->fts_info == FTS_D) {
+            e->fts_number = 0;
+        } else if (e->fts_level > 0 && parent) {
+            parent->fts_number |= HOLDS_FILES;
         }
     }
     fts_close(fts);
+    for (int i = 0; i < caseless_count; i++) {
+        if (walk->count)
+            add_refusal(walk, &refused_capacity, "not a case", caseless[i],
+                        "a directory without case.json and no case below it, in a tree of cases: not replayed (restore its case.json, "
+                        "remove it, or skip it by name with --skip NAME)");
+        free(caseless[i]);
+    }
+    free(caseless);
     if (walk->count) qsort(walk->dirs, (size_t)walk->count, sizeof *walk->dirs, compare_names);
     return walk->count;
 }

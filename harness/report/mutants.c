@@ -6,6 +6,7 @@
 #include <cjson/cJSON.h>
 #include <getopt.h>
 #include <glob.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,7 +131,11 @@ static cJSON *verdicts_json(const mutant_options *o, const mutant_verdict *v, in
 }
 
 static void repro_line(const mutant_options *o, const mutant_verdict *v, char *out, size_t size) {
-    snprintf(out, size, "%s fuzz --candidate %s/%s.so --seed %s --seconds %g", kvc_invocation(), o->dir, v->name, v->seed, o->limit);
+    char library[PATH_MAX + 200], quoted[4 * (PATH_MAX + 200) + 8];
+    snprintf(library, sizeof library, "%s/%s.so", o->dir, v->name);
+    if (kvc_shell_quote(library, quoted, sizeof quoted) >= sizeof quoted) snprintf(quoted, sizeof quoted, "LIBRARY");
+    int n = snprintf(out, size, "%s fuzz --candidate %s --seed %s --seconds %g", kvc_invocation(), quoted, v->seed, o->limit);
+    if (n < 0 || (size_t)n >= size) snprintf(out, size, "# the command is longer than %zu bytes: fuzz the mutant %.100s", size, v->name);
 }
 
 static int write_junit(const mutant_options *o, const mutant_verdict *v, int count, const cJSON *run) {

@@ -6,6 +6,8 @@
 #include "common/atomic_file.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,19 +109,75 @@ int kvc_write_json_file(const char *path, cJSON *root, char *error, size_t error
     return rc;
 }
 
-cJSON *kvc_read_json_file(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *text = NULL;
-    size_t size = 0;
-    FILE *mem = open_memstream(&text, &size);
-    if (!mem) { fclose(f); return NULL; }
-    char buffer[8192];
-    size_t n;
-    while ((n = fread(buffer, 1, sizeof buffer, f)) > 0) fwrite(buffer, 1, n, mem);
-    fclose(f);
-    fclose(mem);
-    cJSON *root = cJSON_Parse(text);
+/* A key that appears twice in one object of the tree, or NULL. */
+static const char *duplicated_key(const cJSON *item) {
+    for (const cJSON *a = item ? item->child : NULL; a; a = a->next) {
+        if (cJSON_IsObject(item) && a->string)
+            for (const cJSON *b = a->next; b; b = b->next)
+                if (b->string && strcmp(a->string, b->string) == 0) return a->string;
+        const char *inner = duplicated_key(a);
+        if (inner) return inner;
+    }
+    return NULL;
+}
+
+cJSON *kvc_read_json_file_checked(const char *path, size_t max_bytes, char *error, size_t error_size) {
+    /* Non-blocking: opening a FIFO must not wait for a writer. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) {
+        snprintf(error, error_size, "%s: cannot open it: %s (give the path of an existing, readable file)", path, strerror(errno));
+        return NULL;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        snprintf(error, error_size, "%s: not a regular file (%s): only a regular file is read (give the file itself)", path,
+                 S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
+                 : "not a file");
+        close(fd);
+        return NULL;
+    }
+    if ((uint64_t)st.st_size > (uint64_t)max_bytes) {
+        snprintf(error, error_size, "%s: %lld bytes, more than the %zu a JSON file may have here (give the file kvcmp wrote)", path,
+                 (long long)st.st_size, max_bytes);
+        close(fd);
+        return NULL;
+    }
+    /* One byte more than its size: a file that grows while read is refused. */
+    size_t size = (size_t)st.st_size;
+    char *text = malloc(size + 2);
+    size_t n = 0;
+    ssize_t got = 0;
+    while (text && n <= size && (got = read(fd, text + n, size + 1 - n)) != 0) {
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) break;
+        n += (size_t)got;
+    }
+    int read_errno = errno;
+    close(fd);
+    if (!text || got < 0 || n > size) {
+        snprintf(error, error_size, "%s: %s (give the file kvcmp wrote)", path,
+                 !text ? "out of memory" : got < 0 ? strerror(read_errno) : "it grew while being read");
+        free(text);
+        return NULL;
+    }
+    text[n] = 0;
+    cJSON *root = memchr(text, 0, n) ? NULL : cJSON_Parse(text);
     free(text);
+    if (!root) {
+        snprintf(error, error_size, "%s: cannot be read as JSON (give the file kvcmp wrote)", path);
+        return NULL;
+    }
+    const char *twice = duplicated_key(root);
+    if (twice) {
+        snprintf(error, error_size, "%s: the key \"%.100s\" appears twice in one object: an edited file, not one kvcmp wrote (give the file "
+                 "kvcmp wrote)", path, twice);
+        cJSON_Delete(root);
+        return NULL;
+    }
     return root;
+}
+
+cJSON *kvc_read_json_file(const char *path) {
+    char error[1200];
+    return kvc_read_json_file_checked(path, KVC_JSON_FILE_MAX_BYTES, error, sizeof error);
 }

@@ -29,8 +29,14 @@ void kvc_make_parent_dir(const char *path);
  * root.  0, or -1 with a message naming the file, why, and what to do. */
 int kvc_write_json_file(const char *path, cJSON *root, char *error, size_t error_size);
 
-/* The JSON document in the file at path; NULL when it cannot be opened
- * or is not valid JSON.  The caller frees it with cJSON_Delete. */
+/* The JSON document in the file at path; NULL when it cannot be opened,
+ * is not a regular file of at most KVC_JSON_FILE_MAX_BYTES (a FIFO is
+ * never waited on, a link to a device never read), is not valid JSON or
+ * holds a key twice in one object.  The caller frees it with cJSON_Delete. */
+#define KVC_JSON_FILE_MAX_BYTES ((size_t)64 << 20)
 cJSON *kvc_read_json_file(const char *path);
+/* The same with why it was refused in error (the path first, then what
+ * to do), and a size limit of the caller's. */
+cJSON *kvc_read_json_file_checked(const char *path, size_t max_bytes, char *error, size_t error_size);
 
 #endif

@@ -70,6 +70,18 @@ typedef struct {
                                    comma-separated (a pair "a+b"); "" when none */
 } kvc_campaign_signature;
 
+/* The exit codes of a campaign (kvc_campaign_summary.exit_code), by
+ * precedence: a signal, then a write error, then failures, then no verdict. */
+enum {
+    KVC_CAMPAIGN_PASS = 0,            /* every case asked was compared, none failed */
+    KVC_CAMPAIGN_FAILURES = 1,        /* the candidate failed cases (or broke the case protocol) */
+    KVC_CAMPAIGN_BAD_OPTIONS = 2,     /* nothing ran: a bad option, a candidate that cannot load or offers no stage */
+    KVC_CAMPAIGN_WRITE_FAILED = 3,    /* a case, the summary or the JUnit file could not be written */
+    KVC_CAMPAIGN_NO_VERDICT = 4,      /* no failure, but no evidence either: no case compared, fewer than asked,
+                                         or a --stage item whose cases were all skipped */
+    KVC_CAMPAIGN_INTERRUPTED = 128,   /* + the signal (SIGHUP 129, SIGINT 130, SIGTERM 143) */
+};
+
 typedef struct {
     int64_t cases, failures, skipped;
     double seconds, cases_per_second;
@@ -79,7 +91,13 @@ typedef struct {
     int num_signatures;
     kvc_campaign_signature *signatures;   /* owned: kvc_campaign_summary_free */
     char save_dir[512];         /* where the failing cases are */
-    int exit_code;              /* 0 no failure, 1 failures, 2 bad options, 3 write errors, 128+N interrupted */
+    int exit_code;              /* KVC_CAMPAIGN_*: 0 no failure, 1 failures, 2 bad options, 3 write errors,
+                                   4 no verdict, 128+N interrupted */
+    int64_t compared;           /* cases run through both sides (cases - skipped) */
+    char stopped_by[16];        /* "cases" (every case asked ran), "time" (--seconds ran out), "max-failures",
+                                   "interrupted", "protocol" (the candidate broke it), "" (nothing ran) */
+    char no_verdict[600];       /* why the campaign gives no verdict (exit code 4), else "" */
+    double startup_seconds;     /* from the start until the first case started; -1: no case started */
 } kvc_campaign_summary;
 
 /* The defaults of `kvcmp fuzz`. */

@@ -89,13 +89,22 @@ class Signature:
 
 
 class FuzzSummary:
-    """The campaign's summary (its JSON file, parsed): cases,
-    cases_per_second, signatures (each with cause, count, smallest saved
-    case and REPRO lines), exit_code (0 pass, 1 failures), output."""
+    """The campaign's summary (its JSON file, parsed): cases, compared
+    (the cases run through both sides), cases_per_second, signatures (each
+    with cause, count, smallest saved case and REPRO lines), exit_code (0
+    pass, 1 failures, 3 an output not written, 4 no verdict: no case or
+    fewer than asked compared, 128+N interrupted by signal N), verdict
+    ("pass", "fail", "no-verdict", "interrupted", "write-failed"),
+    stopped_by ("cases", "time", "max-failures", "interrupted", ...),
+    no_verdict (why, when there is none), output."""
 
     def __init__(self, data, exit_code, json_path, output=""):
         self.data = data
         self.exit_code = exit_code
+        self.verdict = data.get("verdict")
+        self.stopped_by = data.get("stopped_by")
+        self.no_verdict = data.get("no_verdict", "")
+        self.compared = int(data.get("compared", 0))
         self.json_path = json_path
         self.output = output
         self.cases = int(data.get("cases", 0))
@@ -111,12 +120,18 @@ class FuzzSummary:
 
     @property
     def ok(self):
-        return self.exit_code == 0
+        """Only a campaign that compared every case it was asked for, and
+        failed none, passes: the process's exit status and the summary's
+        own verdict must both say so."""
+        return self.exit_code == 0 and self.data.get("exit_status") == 0 and self.verdict == "pass" and self.compared > 0
 
     def report(self):
         lines = ["fuzz: %d cases in %.1f s (%.0f cases/s), candidate %s, seed %s: %d failure%s, %d signature%s" % (
             self.cases, self.seconds, self.cases_per_second, self.candidate, self.seed, self.failures,
             "" if self.failures == 1 else "s", len(self.signatures), "" if len(self.signatures) == 1 else "s")]
+        lines.append("fuzz: verdict %s (exit status %d), stopped by %s" % (self.verdict, self.exit_code, self.stopped_by))
+        if self.no_verdict:
+            lines.append("fuzz: NO VERDICT: %s" % self.no_verdict)
         for i, s in enumerate(self.signatures, 1):
             lines.append("  [%d] %s  (%d failure%s)" % (i, s.key, s.count, "" if s.count == 1 else "s"))
             if s.explained_by:
@@ -184,12 +199,49 @@ def fuzz(candidate, quiet=False, json_path=None, args=(), **options):
 
 def stages_of(candidate):
     """The stages a candidate offers (its .stages, else all), for
-    parametrising a test per stage."""
-    from ._worker import offered_stages, resolve
-    if isinstance(candidate, str):
-        spec = candidate_spec(candidate)
-        candidate = resolve(spec[3:]) if spec.startswith("py:") else None
-    return offered_stages(candidate) if candidate is not None else []
+    parametrising a test per stage.  A candidate named by a string
+    (FILE.py:FUNCTION, MODULE:FUNCTION) is asked in an interpreter of its
+    own: its module is never imported into this process, where it could
+    change how kvcmp judges it.  Raises ValueError when it cannot be
+    loaded or is not a Python candidate."""
+    if not isinstance(candidate, str):
+        from ._worker import offered_stages
+        return offered_stages(candidate)
+    spec = candidate_spec(candidate)
+    if not spec.startswith("py:"):
+        raise ValueError("cannot list the stages of %r: kvcmp_stage parametrises a Python candidate "
+                         "(py:FILE.py:FUNCTION or MODULE:FUNCTION)" % candidate)
+    with tempfile.TemporaryDirectory(prefix="kvcmp-stages-") as scratch:
+        answer = os.path.join(scratch, "stages.json")
+        code = ("import json, sys\n"
+                "from kvcmp._worker import offered_stages, resolve\n"
+                "stages = offered_stages(resolve(sys.argv[1]))\n"
+                "with open(sys.argv[2], 'w') as f:\n"
+                "    json.dump(stages, f)\n")
+        done = subprocess.run([sys.executable, "-c", code, spec[3:], answer], env=worker_environment(),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if done.returncode != 0 or not os.path.exists(answer):
+            raise ValueError("cannot load the candidate %s to list its stages (exit %d): %s" % (
+                candidate, done.returncode, (done.stderr or "").strip()[-800:]))
+        with open(answer) as f:
+            stages = json.load(f)
+    if not isinstance(stages, list) or not all(isinstance(s, str) for s in stages):
+        raise ValueError("the candidate %s listed its stages as %r, not a list of names" % (candidate, stages))
+    return stages
+
+
+def passed(summary):
+    """The campaign's verdict from what its process left: its exit status
+    and the summary file it wrote (not an attribute that code in this
+    process could replace).  True only when every case asked was
+    compared and none failed."""
+    try:
+        with open(summary.json_path) as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return False
+    return (type(summary.exit_code) is int and summary.exit_code == 0 and data.get("exit_status") == 0
+            and data.get("verdict") == "pass" and isinstance(data.get("compared"), (int, float)) and data["compared"] > 0)
 
 
 def temporary_out():

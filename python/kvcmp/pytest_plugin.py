@@ -7,7 +7,13 @@ without an install, ``pytest -p kvcmp.pytest_plugin``).
   and its __REPRO lines.
 * ``@pytest.mark.kvcmp_candidate(candidate)`` with a ``kvcmp_stage``
   argument: the test runs once per stage the candidate offers (its
-  ``stages`` attribute, else every stage).
+  ``stages`` attribute, else every stage).  A candidate that offers no
+  stage, or cannot be loaded, is a collection error, never a skip.
+
+The verdicts are the command line's: a test passes only when the
+campaign's process exited 0 and its summary file says every case asked
+was compared and none failed.  A candidate named by a string is loaded in
+interpreters of its own, never in the pytest process.
 """
 import pytest
 
@@ -26,17 +32,25 @@ def pytest_generate_tests(metafunc):
     if marker is None or not marker.args:
         raise pytest.UsageError("%s takes kvcmp_stage: mark it @pytest.mark.kvcmp_candidate(candidate)" % metafunc.function.__name__)
     from .fuzzing import stages_of
-    metafunc.parametrize("kvcmp_stage", stages_of(marker.args[0]))
+    try:
+        stages = stages_of(marker.args[0])
+    except ValueError as e:
+        pytest.fail("%s: %s" % (metafunc.function.__name__, e), pytrace=False)
+    if not stages:
+        # As kvcmp fuzz exits 2 for it: nothing to test is an error, not a skip.
+        pytest.fail("%s: the candidate %s offers no stage: nothing to test (list its stages in FUNCTION.stages)" % (
+            metafunc.function.__name__, marker.args[0]), pytrace=False)
+    metafunc.parametrize("kvcmp_stage", stages)
 
 
 @pytest.fixture
 def kvcmp_fuzz(tmp_path):
     def run(candidate, **options):
-        from .fuzzing import fuzz
+        from .fuzzing import fuzz, passed
         options.setdefault("out", str(tmp_path / "kvcmp-out"))
         options.setdefault("quiet", True)
         summary = fuzz(candidate, **options)
-        if not summary.ok:
+        if not passed(summary):
             pytest.fail("the candidate differs from the kvcmp reference:\n%s\n(cases and summary under %s)" % (
                 summary.report(), options["out"]), pytrace=False)
         return summary

@@ -5,7 +5,7 @@ import os
 import tempfile
 
 from .case import _call_candidate, compare, reference, save_case, Rejected
-from .fuzzing import fuzz
+from .fuzzing import fuzz, passed
 
 
 def _save_for_repro(case, save_dir):
@@ -44,7 +44,7 @@ def assert_fuzz_passes(candidate, **options):
     smallest saved case and __REPRO lines) when any case fails."""
     options.setdefault("quiet", True)
     result = fuzz(candidate, **options)
-    if not result.ok:
+    if not passed(result):
         raise AssertionError(result.report())
     return result
 

@@ -5,6 +5,7 @@
  * with exit status 2; a saved case replays through the same candidate.
  * The workers run Debian's /usr/bin/python3 over this checkout's package
  * (tests/python/test_engine.py covers the rest from Python). */
+#include <cjson/cJSON.h>
 #include <dirent.h>
 #include <limits.h>
 
@@ -35,6 +36,36 @@ static captured_run fuzz_python(const char *candidate, const char *stage, const 
     char *argv[] = {"--candidate", (char *)candidate, "--stage", (char *)stage, "--cases", (char *)cases, "--jobs", "1", "--seed", "3",
                     "--out", (char *)out, "--shrink-seconds", "0.5", "--timeout", "30", "--quiet"};
     return run_fuzz(ARGC(argv), argv);
+}
+
+/* A candidate whose import outlasts --seconds: its start-up counts
+ * against the budget, no case runs, and a campaign that compared nothing
+ * is no verdict (exit status 4), never a pass. */
+Test(pyworker, a_start_up_longer_than_seconds_is_no_verdict, .timeout = 120) {
+    python_worker_environment();
+    char dir[64], script[128], candidate[160], json[128];
+    support_temp_dir(dir, sizeof dir);
+    snprintf(script, sizeof script, "%s/slow.py", dir);
+    snprintf(json, sizeof json, "%s/fuzz.json", dir);
+    support_write_text(script, "import time\ntime.sleep(2)\nimport kvcmp\n\ndef candidate(case):\n    return kvcmp.reference(case)\n");
+    snprintf(candidate, sizeof candidate, "py:%s:candidate", script);
+    char *argv[] = {"--candidate", candidate, "--stage", "v41.rope_plain_insert", "--seconds", "1", "--jobs", "1", "--json", json,
+                    "--quiet"};
+    captured_run run = run_fuzz(ARGC(argv), argv);
+    cr_expect_eq(run.status, 4, "stdout:\n%s\nstderr:\n%s", run.out, run.err);
+    expect_contains(run.out, "fuzz: 0 cases in ", "stdout");
+    expect_contains(run.out, "fuzz: NO VERDICT (exit status 4): no case ran within --seconds 1: the candidate's start-up took all of it",
+                    "stdout");
+    char *text = support_read_file(json);
+    cJSON *root = cJSON_Parse(text);
+    cr_assert_not_null(root, "%s", text);
+    cr_expect(cJSON_IsNull(cJSON_GetObjectItem(root, "startup_seconds")), "%s", text);
+    cr_expect_geq(cJSON_GetNumberValue(cJSON_GetObjectItem(root, "seconds")), 2.0, "the import's 2 s are not counted: %s", text);
+    cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(root, "verdict")), "no-verdict");
+    cJSON_Delete(root);
+    free(text);
+    support_free_run(&run);
+    support_remove_tree(dir);
 }
 
 Test(pyworker, a_correct_candidate_passes_every_stage, .timeout = 120) {
@@ -126,5 +157,49 @@ Test(pyworker, what_cannot_be_loaded_is_refused, .timeout = 120) {
     for (struct dirent *e; d && (e = readdir(d));) entries += e->d_name[0] != '.';
     if (d) closedir(d);
     cr_expect_eq(entries, 0, "a refused campaign wrote into its --out folder %s", dir);
+    support_remove_tree(dir);
+}
+
+/* A case every implementation must reject (no expected outputs): a
+ * rejection passes it; an exception, a crash or a lost device is no
+ * rejection and fails it, whatever the reference does. */
+Test(pyworker, a_fault_is_never_an_expected_rejection, .timeout = 120) {
+    python_worker_environment();
+    char dir[64], script[128], cases[128];
+    support_temp_dir(dir, sizeof dir);
+    snprintf(script, sizeof script, "%s/faults.py", dir);
+    snprintf(cases, sizeof cases, "%s/cases", dir);
+    support_write_text(script,
+                       "import os\n"
+                       "import kvcmp\n\n"
+                       "def rejects(case):\n    raise kvcmp.Rejected('slot out of range')\n\n"
+                       "def device_lost(case):\n    raise RuntimeError('CUDA error: an illegal memory access was encountered')\n\n"
+                       "def raises(case):\n    raise ZeroDivisionError('division by zero')\n\n"
+                       "def aborts(case):\n    os.abort()\n");
+    kvc_case c;
+    char error[512], case_dir[256];
+    support_make_index_error_case("v41.rope_plain_insert/bf16", 6, "slot_mapping", "kv_cache", &c);
+    snprintf(case_dir, sizeof case_dir, "%s/must-reject", cases);
+    cr_assert_eq(kvc_case_save(case_dir, &c, error, sizeof error), 0, "%s", error);
+    kvc_case_free(&c);
+    static const struct {
+        const char *function;
+        int status;
+        const char *needle;
+    } kinds[] = {
+        {"rejects", 0, "rejected as expected, nothing written"},
+        {"device_lost", 1, "device-lost instead of a rejection"},
+        {"raises", 1, "candidate-error instead of a rejection"},
+        {"aborts", 1, "crashed instead of a rejection"},
+    };
+    for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++) {
+        char candidate[200];
+        snprintf(candidate, sizeof candidate, "py:%s:%s", script, kinds[i].function);
+        char *argv[] = {"--impl", candidate, "--timeout", "30", cases};
+        captured_run run = support_capture(kvc_cmd_replay, ARGC(argv), argv);
+        cr_expect_eq(run.status, kinds[i].status, "%s: stdout:\n%s\nstderr:\n%s", kinds[i].function, run.out, run.err);
+        expect_contains(run.out, kinds[i].needle, kinds[i].function);
+        support_free_run(&run);
+    }
     support_remove_tree(dir);
 }

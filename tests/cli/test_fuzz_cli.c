@@ -121,6 +121,96 @@ Test(cli_fuzz, unwritable_json_is_reported) {
     support_free_run(&run);
 }
 
+static cJSON *read_summary_json(const char *path) {
+    char *text = support_read_file(path);
+    cr_assert_not_null(text, "%s not written", path);
+    cJSON *root = cJSON_Parse(text);
+    cr_assert_not_null(root, "%s is not JSON:\n%s", path, text);
+    free(text);
+    return root;
+}
+
+static const char *json_text(const cJSON *root, const char *key) {
+    const char *text = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(root, key));
+    return text ? text : "(absent)";
+}
+
+/* A campaign that compared no case proves nothing: exit status 4 (not 0,
+ * and not 1, "the kernel is wrong"), with why in the summary, the JSON
+ * and a failed JUnit testcase of its own. */
+static void expect_no_verdict(char **argv, int argc, const char *json, const char *junit, const char *why) {
+    captured_run run = run_fuzz(argc, argv);
+    cr_expect_eq(run.status, 4, "exit status %d\nstdout:\n%s\nstderr:\n%s", run.status, run.out, run.err);
+    char line[300];
+    snprintf(line, sizeof line, "fuzz: NO VERDICT (exit status 4): %s", why);
+    expect_contains(run.out, line, "stdout");
+    cJSON *root = read_summary_json(json);
+    cr_expect_str_eq(json_text(root, "verdict"), "no-verdict");
+    cr_expect_eq(cJSON_GetNumberValue(cJSON_GetObjectItem(root, "exit_status")), 4);
+    cr_expect_eq(cJSON_GetNumberValue(cJSON_GetObjectItem(root, "compared")), 0);
+    cr_expect(strncmp(json_text(root, "no_verdict"), why, strlen(why)) == 0, "no_verdict: %s", json_text(root, "no_verdict"));
+    cJSON_Delete(root);
+    char *xml = support_read_file(junit);
+    cr_assert_not_null(xml, "%s not written", junit);
+    expect_contains(xml, "<testcase classname=\"fuzz.campaign\" name=\"cases compared\"", "junit");
+    expect_contains(xml, "<failure type=\"no-verdict\" message=\"", "junit");
+    expect_contains(xml, "failures=\"1\"", "junit");
+    free(xml);
+    support_free_run(&run);
+}
+
+Test(cli_fuzz, no_case_compared_is_no_verdict, .timeout = 60) {
+    char dir[64], json[128], junit[128];
+    support_temp_dir(dir, sizeof dir);
+    snprintf(json, sizeof json, "%s/fuzz.json", dir);
+    snprintf(junit, sizeof junit, "%s/fuzz.xml", dir);
+    char *none[] = {"--cases", "0", "--candidate", "ref", "--save", "", "--json", json, "--junit", junit, "--quiet"};
+    expect_no_verdict(none, ARGC(none), json, junit, "--cases 0 asks for no case: give --cases 1 or more");
+    /* Cases 0 and 1 of a 4-shard campaign fall to shards 0 and 1: shard 3 has none. */
+    char *empty_shard[] = {"--cases", "2", "--shard", "3/4", "--candidate", "ref", "--save", "", "--json", json, "--junit", junit, "--quiet"};
+    expect_no_verdict(empty_shard, ARGC(empty_shard), json, junit, "shard 3/4 of a 2-case campaign gets no case");
+    support_remove_tree(dir);
+}
+
+/* The summary, the JSON and the JUnit properties say why a campaign
+ * ended, and how long the candidate took to start (counted against
+ * --seconds). */
+Test(cli_fuzz, the_summary_says_why_the_campaign_stopped, .timeout = 60) {
+    char dir[64], json[128], junit[128];
+    support_temp_dir(dir, sizeof dir);
+    snprintf(json, sizeof json, "%s/fuzz.json", dir);
+    snprintf(junit, sizeof junit, "%s/fuzz.xml", dir);
+    char *cases[] = {"--cases", "3", "--jobs", "1", "--candidate", "ref", "--stage", "v41.rope_plain_insert", "--save", "", "--json", json,
+                     "--junit", junit, "--quiet"};
+    captured_run run = run_fuzz(ARGC(cases), cases);
+    cr_expect_eq(run.status, 0, "%s%s", run.out, run.err);
+    expect_contains(run.out, "fuzz: stopped: every case asked ran (--cases 3, shard 0/1); 3 cases compared, the first started ", "stdout");
+    cJSON *root = read_summary_json(json);
+    cr_expect_str_eq(json_text(root, "stopped_by"), "cases");
+    cr_expect_str_eq(json_text(root, "verdict"), "pass");
+    cr_expect_eq(cJSON_GetNumberValue(cJSON_GetObjectItem(root, "compared")), 3);
+    cJSON_Delete(root);
+    char *xml = support_read_file(junit);
+    expect_contains(xml, "<property name=\"stopped_by\" value=\"cases\"/>", "junit");
+    expect_contains(xml, "<property name=\"verdict\" value=\"pass\"/>", "junit");
+    free(xml);
+    support_free_run(&run);
+    char *timed[] = {"--seconds", "0.3", "--jobs", "1", "--candidate", "ref", "--stage", "v41.rope_plain_insert", "--save", "", "--json",
+                     json, "--quiet"};
+    run = run_fuzz(ARGC(timed), timed);
+    cr_expect_eq(run.status, 0, "%s%s", run.out, run.err);
+    expect_contains(run.out, "fuzz: stopped: --seconds 0.3 ran out; ", "stdout");
+    expect_contains(run.out, "(the candidate's start-up, counted against --seconds)", "stdout");
+    root = read_summary_json(json);
+    cr_expect_str_eq(json_text(root, "stopped_by"), "time");
+    const cJSON *startup = cJSON_GetObjectItem(root, "startup_seconds");
+    cr_expect(cJSON_IsNumber(startup) && startup->valuedouble >= 0 &&
+              startup->valuedouble <= cJSON_GetNumberValue(cJSON_GetObjectItem(root, "seconds")), "startup_seconds");
+    cJSON_Delete(root);
+    support_free_run(&run);
+    support_remove_tree(dir);
+}
+
 /* A link or a folder at --json or --junit is refused before the campaign
  * runs (usage error, nothing run), not after it at the write. */
 Test(cli_fuzz, output_links_and_folders_refused_before_running) {

@@ -169,10 +169,18 @@ Test(fuzz_campaign, crashing_candidate_every_case_reported_and_saved, .timeout =
 Test(fuzz_campaign, crashes_stop_at_max_failures, .timeout = 120) {
     char plugin[512];
     test_plugin("crash", plugin, sizeof plugin);
+    char dir[64], json[128];
+    support_temp_dir(dir, sizeof dir);
+    snprintf(json, sizeof json, "%s/fuzz.json", dir);
     char *argv[] = {"--seed", "2", "--cases", "40", "--jobs", "1", "--candidate", plugin, "--stage", "v41.rope_plain_insert",
-                    "--max-failures", "2", "--save", "", "--json", "", "--quiet"};
+                    "--max-failures", "2", "--save", "", "--json", json, "--quiet"};
     captured_run run = run_fuzz(ARGC(argv), argv);
     cr_expect_eq(run.status, 1);
+    cJSON *root = read_json(json);
+    cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(root, "stopped_by")), "max-failures");
+    cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(root, "verdict")), "fail");
+    cJSON_Delete(root);
+    support_remove_tree(dir);
     /* --max-failures counts signatures: the campaign ends once the
      * second one (a SIGKILL and an exit status) is in. */
     cr_expect_geq(occurrences(run.out, "FAIL case "), 2, "stdout:\n%s", run.out);
@@ -181,11 +189,13 @@ Test(fuzz_campaign, crashes_stop_at_max_failures, .timeout = 120) {
     expect_contains(run.out, " cases in ", "stdout");
     expect_contains(run.out, "distinct failures (signatures): 2\n", "stdout");
     expect_contains(run.out, "shrunk cases are under (not saved: --save was empty)", "stdout");
+    expect_contains(run.out, "fuzz: stopped: --max-failures 2 distinct failure signatures reached; ", "stdout");
     support_free_run(&run);
 }
 
 /* A candidate with neither forward complete: every forward and history
- * case is skipped, counted, and never a failure. */
+ * case is skipped, counted, and never a failure; but a campaign that
+ * compared no case gives no verdict (exit status 4), never a pass. */
 Test(fuzz_campaign, candidate_lacking_forward_stages_skips_them, .timeout = 60) {
     char plugin[512], dir[64], json[128];
     test_plugin("partial", plugin, sizeof plugin);
@@ -194,16 +204,20 @@ Test(fuzz_campaign, candidate_lacking_forward_stages_skips_them, .timeout = 60) 
     char *argv[] = {"--seed", "6", "--cases", "12", "--jobs", "2", "--candidate", plugin, "--stage", "v4.forward,v41.forward,history",
                     "--json", json, "--quiet"};
     captured_run run = run_fuzz(ARGC(argv), argv);
-    cr_expect_eq(run.status, 0, "stdout:\n%s", run.out);
+    cr_expect_eq(run.status, 4, "stdout:\n%s", run.out);
     char label[600];
     snprintf(label, sizeof label, "candidate %s, policy exact, seed 6", plugin);
     expect_contains(run.out, label, "stdout");
     expect_contains(run.out, ": 0 failures, 12 cases skipped (stages the candidate lacks)\n", "stdout");
+    expect_contains(run.out, "fuzz: NO VERDICT (exit status 4): all 12 cases were skipped: candidate ", "stdout");
     expect_contains(run.out, "  history.v4 ", "stdout");
     expect_contains(run.out, "  history.v41 ", "stdout");
     cJSON *root = read_json(json);
     cr_expect_eq(json_number(root, "skipped"), 12);
     cr_expect_eq(json_number(root, "failures"), 0);
+    cr_expect_eq(json_number(root, "compared"), 0);
+    cr_expect_eq(json_number(root, "exit_status"), 4);
+    cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(root, "verdict")), "no-verdict");
     cr_expect_eq(json_number(root, "jobs"), 2);
     cJSON_Delete(root);
     support_free_run(&run);
@@ -223,7 +237,8 @@ Test(fuzz_campaign, summary_json_escapes_the_candidate_path, .timeout = 60) {
     snprintf(json, sizeof json, "%s/fuzz.json", dir);
     char *argv[] = {"--cases", "3", "--jobs", "1", "--candidate", odd, "--stage", "v4.forward", "--json", json, "--quiet"};
     captured_run run = run_fuzz(ARGC(argv), argv);
-    cr_expect_eq(run.status, 0, "stderr:\n%s", run.err);
+    /* The partial candidate lacks v4.forward: every case skipped, no verdict. */
+    cr_expect_eq(run.status, 4, "stderr:\n%s", run.err);
     char *text = support_read_file(json);
     expect_contains(text, "a \\\"quoted\\\"\\\\dir\\twith tab/candidate.so", json);   /* cJSON escapes the tab as \\t */
     free(text);

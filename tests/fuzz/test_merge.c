@@ -1,6 +1,8 @@
 /* kvcmp merge: the summaries of a campaign's shards make the signature
- * list of the unsharded campaign; files that are not summaries, and
- * summaries of different campaigns, are refused with exit status 2. */
+ * list of the unsharded campaign; files that are not summaries, summaries
+ * of different campaigns and edited counts are refused with exit status
+ * 2; a missing shard, or one whose run is no evidence, is no verdict
+ * (exit status 4). */
 #include "tests/cli/cli_support.h"
 
 #include <cjson/cJSON.h>
@@ -176,6 +178,8 @@ Test(merge, shards_merge_to_the_unsharded_signature_list, .timeout = 300) {
     support_free_run(&run);
     char other[128];
     snprintf(other, sizeof other, "%s/other-seed.json", dir);
+    cJSON *identity = cJSON_GetObjectItem(second, "campaign");
+    cJSON_ReplaceItemInObject(identity, "seed", cJSON_CreateString("2"));
     cJSON_ReplaceItemInObject(second, "seed", cJSON_CreateNumber(2));
     char *text = cJSON_Print(second);
     support_write_text(other, text);
@@ -185,17 +189,19 @@ Test(merge, shards_merge_to_the_unsharded_signature_list, .timeout = 300) {
     char *seeds[] = {s0, other, "--json", out};
     run = support_capture(kvc_cmd_merge, ARGC(seeds), seeds);
     cr_expect_eq(run.status, 2);
-    expect_contains(run.err, "other-seed.json: seed 2 differs from the first summary's 1", "stderr");
+    expect_contains(run.err, "other-seed.json: --seed 2 differs from the first summary's 1", "stderr");
     cr_expect_not(support_file_exists(out), "a refused merge wrote %s", out);
     support_free_run(&run);
+    cJSON_ReplaceItemInObject(identity, "seed", cJSON_CreateString("1"));
     cJSON_ReplaceItemInObject(second, "seed", cJSON_CreateNumber(1));
+    cJSON_ReplaceItemInObject(identity, "candidate", cJSON_CreateString("opt"));
     cJSON_ReplaceItemInObject(second, "candidate", cJSON_CreateString("opt"));
     text = cJSON_Print(second);
     support_write_text(other, text);
     free(text);
     run = support_capture(kvc_cmd_merge, ARGC(seeds), seeds);
     cr_expect_eq(run.status, 2);
-    expect_contains(run.err, "candidate opt differs from the first summary's ", "stderr");
+    expect_contains(run.err, "--candidate opt differs from the first summary's ", "stderr");
     cr_expect_not(support_file_exists(out));
     support_free_run(&run);
     support_write_text(other, "{\"format\": \"kvcmp-mutants/1\", \"mutants\": []}");
@@ -220,5 +226,270 @@ Test(merge, shards_merge_to_the_unsharded_signature_list, .timeout = 300) {
     cJSON_Delete(sum);
     cJSON_Delete(first);
     cJSON_Delete(second);
+    support_remove_tree(dir);
+}
+
+/* ---- completeness ------------------------------------------------------ */
+
+/* A shard of the reference's campaign of `cases` cases, in process: its
+ * exit status (its summary at json). */
+static int reference_shard(const char *shard, const char *cases, const char *json, const char *junit, const char *invalid_rate) {
+    char *argv[] = {"--seed", "5", "--cases", (char *)cases, "--shard", (char *)shard, "--jobs", "1", "--candidate", "ref", "--stage",
+                    "v41.rope_plain_insert", "--invalid-rate", (char *)invalid_rate, "--save", "", "--json", (char *)json,
+                    "--junit", (char *)junit, "--quiet"};
+    setenv("OMP_WAIT_POLICY", "passive", 1);
+    captured_run run = support_capture(kvc_cmd_fuzz, ARGC(argv), argv);
+    int status = run.status;
+    support_free_run(&run);
+    return status;
+}
+
+static captured_run merge_files(char **files, int n, const char *json, const char *junit) {
+    char *argv[n + 4];
+    for (int i = 0; i < n; i++) argv[i] = files[i];
+    int argc = n;
+    if (json) { argv[argc++] = "--json"; argv[argc++] = (char *)json; }
+    if (junit) { argv[argc++] = "--junit"; argv[argc++] = (char *)junit; }
+    return support_capture(kvc_cmd_merge, argc, argv);
+}
+
+static void expect_merge_refused(char **files, int n, const char *out, const char *needle) {
+    captured_run run = merge_files(files, n, out, NULL);
+    cr_expect_eq(run.status, 2, "exit status %d for '%s':\n%s%s", run.status, needle, run.out, run.err);
+    expect_contains(run.err, needle, "stderr");
+    cr_expect_not(support_file_exists(out), "a refused merge wrote %s", out);
+    support_free_run(&run);
+}
+
+/* A copy of summary `from` with edit applied to its JSON, at `to`. */
+static void edited_copy(const char *from, const char *to, void (*edit)(cJSON *root)) {
+    cJSON *root = read_json(from);
+    edit(root);
+    char *text = cJSON_Print(root);
+    support_write_text(to, text);
+    free(text);
+    cJSON_Delete(root);
+}
+
+static void drop_failures(cJSON *root) { cJSON_DeleteItemFromObject(root, "failures"); }
+static void failures_as_text(cJSON *root) { cJSON_ReplaceItemInObject(root, "failures", cJSON_CreateString("0")); }
+static void negative_skipped(cJSON *root) { cJSON_ReplaceItemInObject(root, "skipped", cJSON_CreateNumber(-3)); }
+static void failures_without_signatures(cJSON *root) {
+    cJSON_ReplaceItemInObject(root, "failures", cJSON_CreateNumber(1));
+    cJSON_ReplaceItemInObject(root, "exit_status", cJSON_CreateNumber(1));
+    cJSON_ReplaceItemInObject(root, "verdict", cJSON_CreateString("fail"));
+}
+static void fewer_cases(cJSON *root) {
+    /* As a shard run with fewer cases would say it, every count consistent. */
+    double cases = cJSON_GetNumberValue(cJSON_GetObjectItem(root, "cases")) - 1;
+    cJSON_ReplaceItemInObject(root, "cases", cJSON_CreateNumber(cases));
+    cJSON_ReplaceItemInObject(root, "compared", cJSON_CreateNumber(cases - cJSON_GetNumberValue(cJSON_GetObjectItem(root, "skipped"))));
+    cJSON *variant = cJSON_GetObjectItem(root, "per_variant")->child;
+    cJSON_ReplaceItemInObject(variant, "cases", cJSON_CreateNumber(cJSON_GetNumberValue(cJSON_GetObjectItem(variant, "cases")) - 1));
+}
+static void other_version(cJSON *root) {
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(root, "campaign"), "kvcmp_version", cJSON_CreateString("kvcmp 0.9.0"));
+}
+static void no_identity(cJSON *root) { cJSON_DeleteItemFromObject(root, "campaign"); }
+static void seed_not_decimal(cJSON *root) {
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(root, "campaign"), "seed", cJSON_CreateString("0x5"));
+}
+static void shard_past_count(cJSON *root) {
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(root, "campaign"), "shard_index", cJSON_CreateNumber(3));
+}
+static void top_candidate_edited(cJSON *root) { cJSON_ReplaceItemInObject(root, "candidate", cJSON_CreateString("opt")); }
+static void single_case(cJSON *root) {
+    cJSON *identity = cJSON_GetObjectItem(root, "campaign");
+    cJSON_DeleteItemFromObject(identity, "cases");
+    cJSON_AddNumberToObject(identity, "only", 4);
+}
+static void interrupted(cJSON *root) {
+    /* What an interrupted run writes: kvcmp fuzz's own fields for SIGINT. */
+    cJSON_ReplaceItemInObject(root, "interrupted", cJSON_CreateTrue());
+    cJSON_AddStringToObject(root, "signal", "SIGINT");
+    cJSON_ReplaceItemInObject(root, "exit_status", cJSON_CreateNumber(130));
+    cJSON_ReplaceItemInObject(root, "verdict", cJSON_CreateString("interrupted"));
+    cJSON_ReplaceItemInObject(root, "stopped_by", cJSON_CreateString("interrupted"));
+}
+
+Test(merge, proves_the_campaign_complete, .timeout = 120) {
+    char dir[64], s[3][128], junit[128], out[128], xml[128], bad[128];
+    support_temp_dir(dir, sizeof dir);
+    snprintf(junit, sizeof junit, "%s/shard.xml", dir);
+    snprintf(out, sizeof out, "%s/merged.json", dir);
+    snprintf(xml, sizeof xml, "%s/merged.xml", dir);
+    snprintf(bad, sizeof bad, "%s/bad.json", dir);
+    for (int i = 0; i < 3; i++) {
+        char shard[16];
+        snprintf(shard, sizeof shard, "%d/3", i);
+        snprintf(s[i], sizeof s[i], "%s/s%d.json", dir, i);
+        cr_assert_eq(reference_shard(shard, "30", s[i], junit, "20"), 0, "shard %s", shard);
+    }
+    /* Every shard: a verdict. */
+    char *all[] = {s[0], s[1], s[2]};
+    captured_run run = merge_files(all, 3, out, xml);
+    cr_expect_eq(run.status, 0, "%s%s", run.out, run.err);
+    expect_contains(run.out, "merge: 3 summaries (shards 0/3, 1/3, 2/3), seed 5, candidate ref, policy exact: 30 cases, 0 failures", "stdout");
+    cJSON *root = read_json(out);
+    cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(root, "verdict")), "pass");
+    cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(root, "campaign"), "seed")), "5");
+    cJSON_Delete(root);
+    support_free_run(&run);
+    remove(out);
+    /* A shard missing: no verdict (exit status 4), said everywhere. */
+    char *two[] = {s[0], s[2]};
+    run = merge_files(two, 2, out, xml);
+    cr_expect_eq(run.status, 4, "%s%s", run.out, run.err);
+    expect_contains(run.out, "merge: 1 of 3 shards missing (1/3): the campaign is incomplete", "stdout");
+    expect_contains(run.out, "merge: NO VERDICT (exit status 4)", "stdout");
+    root = read_json(out);
+    cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(root, "verdict")), "no-verdict");
+    cr_expect_eq(cJSON_GetNumberValue(cJSON_GetObjectItem(root, "exit_status")), 4);
+    cr_expect(strstr(cJSON_GetStringValue(cJSON_GetObjectItem(root, "no_verdict")), "1 of 3 shards missing") != NULL);
+    cJSON_Delete(root);
+    char *text = support_read_file(xml);
+    expect_contains(text, "<testcase classname=\"fuzz.campaign\" name=\"every shard merged\"", "junit");
+    expect_contains(text, "<failure type=\"no-verdict\" message=\"1 of 3 shards missing (1/3)", "junit");
+    free(text);
+    support_free_run(&run);
+    remove(out);
+    /* Other campaigns: other --cases, --invalid-rate, kvcmp version. */
+    char other[128];
+    snprintf(other, sizeof other, "%s/other.json", dir);
+    cr_assert_eq(reference_shard("1/3", "31", other, junit, "20"), 0);
+    char *mixed[] = {s[0], other, s[2]};
+    expect_merge_refused(mixed, 3, out, "other.json: --cases 31 differs from the first summary's 30: only shards of one campaign merge");
+    cr_assert_eq(reference_shard("1/3", "30", other, junit, "100"), 0);
+    expect_merge_refused(mixed, 3, out, "other.json: --invalid-rate 100 differs from the first summary's 20");
+    edited_copy(s[1], other, other_version);
+    expect_merge_refused(mixed, 3, out, "other.json: kvcmp version kvcmp 0.9.0 differs from the first summary's kvcmp ");
+    /* One shard twice. */
+    char *twice[] = {s[0], s[1], s[1], s[2]};
+    expect_merge_refused(twice, 4, out, "s1.json: shard 1/3 is already in an earlier summary");
+    /* Edited counts. */
+    char *with_bad[] = {s[0], bad, s[2]};
+    edited_copy(s[1], bad, drop_failures);
+    expect_merge_refused(with_bad, 3, out, "bad.json: \"failures\" must be a whole number of at least 0, found nothing");
+    edited_copy(s[1], bad, failures_as_text);
+    expect_merge_refused(with_bad, 3, out, "bad.json: \"failures\" must be a whole number of at least 0, found another type");
+    edited_copy(s[1], bad, negative_skipped);
+    expect_merge_refused(with_bad, 3, out, "bad.json: \"skipped\" must be a whole number of at least 0, found another number");
+    edited_copy(s[1], bad, failures_without_signatures);
+    expect_merge_refused(with_bad, 3, out, "bad.json: its signatures count 0 failures, its \"failures\" 1");
+    edited_copy(s[1], bad, fewer_cases);
+    expect_merge_refused(with_bad, 3, out, "bad.json: \"cases\" differs from the cases of its shards");
+    /* An identity missing, malformed, or at odds with the fields around it. */
+    edited_copy(s[1], bad, no_identity);
+    expect_merge_refused(with_bad, 3, out, "bad.json: no \"campaign\" object");
+    edited_copy(s[1], bad, seed_not_decimal);
+    expect_merge_refused(with_bad, 3, out, "bad.json: the campaign's \"seed\" must be a decimal string");
+    edited_copy(s[1], bad, shard_past_count);
+    expect_merge_refused(with_bad, 3, out, "bad.json: the campaign's \"shard_index\" 3 is not below its shard count 3");
+    edited_copy(s[1], bad, top_candidate_edited);
+    expect_merge_refused(with_bad, 3, out, "bad.json: its \"candidate\" disagrees with its \"campaign\" object");
+    edited_copy(s[1], bad, single_case);
+    expect_merge_refused(with_bad, 3, out, "bad.json: the summary of a single case (--only), not of a shard");
+    /* A key twice: read by its first value, it would hide the second. */
+    text = support_read_file(s[1]);
+    char *at = strstr(text, "\"failures\":");
+    cr_assert_not_null(at);
+    size_t head = (size_t)(at - text);
+    char *doubled = malloc(strlen(text) + 64);
+    snprintf(doubled, strlen(text) + 64, "%.*s\"failures\": 7, %s", (int)head, text, at);
+    support_write_text(bad, doubled);
+    free(doubled);
+    free(text);
+    expect_merge_refused(with_bad, 3, out, "bad.json: the key \"failures\" appears twice in one object");
+    /* An interrupted shard is no evidence of its cases. */
+    edited_copy(s[1], bad, interrupted);
+    run = merge_files(with_bad, 3, out, NULL);
+    cr_expect_eq(run.status, 4, "%s%s", run.out, run.err);
+    expect_contains(run.out, "merge: shard 1/3 (", "stdout");
+    expect_contains(run.out, "bad.json) was interrupted (exit status 130)", "stdout");
+    support_free_run(&run);
+    remove(out);
+    /* Not regular files: a FIFO is never waited on, a link to a device never read. */
+    char fifo[128], zero[128];
+    snprintf(fifo, sizeof fifo, "%s/fifo.json", dir);
+    snprintf(zero, sizeof zero, "%s/zero.json", dir);
+    cr_assert_eq(mkfifo(fifo, 0600), 0);
+    cr_assert_eq(symlink("/dev/zero", zero), 0);
+    char *with_fifo[] = {s[0], fifo};
+    expect_merge_refused(with_fifo, 2, out, "fifo.json: not a regular file (a FIFO)");
+    char *with_zero[] = {s[0], zero};
+    expect_merge_refused(with_zero, 2, out, "zero.json: not a regular file (a device)");
+    support_remove_tree(dir);
+}
+
+/* Shards whose own runs gave no verdict or failed to write: the merge
+ * has none either. */
+Test(merge, shards_without_a_verdict_leave_none, .timeout = 120) {
+    char dir[64], s[3][128], junit[128], out[128];
+    support_temp_dir(dir, sizeof dir);
+    snprintf(junit, sizeof junit, "%s/shard.xml", dir);
+    snprintf(out, sizeof out, "%s/merged.json", dir);
+    /* A 2-case campaign in 3 shards: shard 2/3 gets no case (exit status 4). */
+    for (int i = 0; i < 3; i++) {
+        char shard[16];
+        snprintf(shard, sizeof shard, "%d/3", i);
+        snprintf(s[i], sizeof s[i], "%s/s%d.json", dir, i);
+        cr_assert_eq(reference_shard(shard, "2", s[i], junit, "20"), i == 2 ? 4 : 0, "shard %s", shard);
+    }
+    char *all[] = {s[0], s[1], s[2]};
+    captured_run run = merge_files(all, 3, out, NULL);
+    cr_expect_eq(run.status, 4, "%s%s", run.out, run.err);
+    expect_contains(run.out, "s2.json) gave no verdict: shard 2/3 of a 2-case campaign gets no case", "stdout");
+    support_free_run(&run);
+    /* A shard that could not write its JUnit (its run exited 3). */
+    cr_assert_eq(reference_shard("1/3", "2", s[1], "/proc/kvcmp-no/f.xml", "20"), 3);
+    run = merge_files(all, 3, out, NULL);
+    cr_expect_eq(run.status, 4, "%s%s", run.out, run.err);
+    expect_contains(run.out, "s1.json) could not write a case, its summary or its JUnit (exit status 3)", "stdout");
+    expect_contains(run.out, "s2.json) gave no verdict: ", "stdout");
+    support_free_run(&run);
+    support_remove_tree(dir);
+}
+
+/* More shards than any fixed table holds: each counted, a missing one named. */
+Test(merge, hundreds_of_shards, .timeout = 120) {
+    enum { SHARDS = 300 };
+    char dir[64], first[128], junit[128], out[128];
+    support_temp_dir(dir, sizeof dir);
+    snprintf(first, sizeof first, "%s/s0.json", dir);
+    snprintf(junit, sizeof junit, "%s/shard.xml", dir);
+    snprintf(out, sizeof out, "%s/merged.json", dir);
+    char shard[16], total[16];
+    snprintf(shard, sizeof shard, "0/%d", SHARDS);
+    snprintf(total, sizeof total, "%d", SHARDS);
+    cr_assert_eq(reference_shard(shard, total, first, junit, "20"), 0);
+    /* Shard i of a SHARDS-case campaign runs one case, as shard 0 did:
+     * its summary is shard 0's with the shard renamed. */
+    char *paths[SHARDS];
+    cJSON *root = read_json(first);
+    for (int i = 0; i < SHARDS; i++) {
+        paths[i] = malloc(128);
+        snprintf(paths[i], 128, "%s/s%d.json", dir, i);
+        char name[32];
+        snprintf(name, sizeof name, "%d/%d", i, SHARDS);
+        cJSON_ReplaceItemInObject(root, "shard", cJSON_CreateString(name));
+        cJSON_ReplaceItemInObject(cJSON_GetObjectItem(root, "campaign"), "shard_index", cJSON_CreateNumber(i));
+        char *text = cJSON_Print(root);
+        support_write_text(paths[i], text);
+        free(text);
+    }
+    cJSON_Delete(root);
+    captured_run run = merge_files(paths, SHARDS, out, NULL);
+    cr_expect_eq(run.status, 0, "%s", run.err);
+    expect_contains(run.out, "7/300, ... 300 in all), seed 5, candidate ref, policy exact: 300 cases, 0 failures", "stdout");
+    support_free_run(&run);
+    /* Without shard 257. */
+    char *kept = paths[257];
+    paths[257] = paths[SHARDS - 1];
+    run = merge_files(paths, SHARDS - 1, out, NULL);
+    cr_expect_eq(run.status, 4, "%s", run.err);
+    expect_contains(run.out, "merge: 1 of 300 shards missing (257/300)", "stdout");
+    support_free_run(&run);
+    paths[257] = kept;
+    for (int i = 0; i < SHARDS; i++) free(paths[i]);
     support_remove_tree(dir);
 }

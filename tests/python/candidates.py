@@ -8,6 +8,13 @@ def correct(case):
     return kvcmp.reference(case)
 
 
+def only_plain_insert(case):
+    return kvcmp.reference(case)
+
+
+only_plain_insert.stages = ["v41.rope_plain_insert"]
+
+
 def last_latent_bit_flipped(case):
     """One bit of the last latent value of every batch is wrong (stages
     that write a latent); other stages are right."""

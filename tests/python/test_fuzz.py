@@ -127,3 +127,23 @@ def test_gen_and_replay_outputs_give_the_fuzzers_verdict(tmp_path, kvcmp_bin):
     failing = set(os.path.basename(m) for m in re.findall(r"^FAIL \[\S+\] (\S+):", replay.stdout, re.M))
     assert failing == expected_failing, replay.stdout
     assert replay.returncode == 1 and "%d passed, %d failed" % (count - len(failing), len(failing)) in replay.stdout
+
+
+def test_no_case_compared_is_no_verdict(tmp_path):
+    # Nothing compared is no pass: exit status 4, ok False, and why.
+    result = kvcmp.fuzz(candidates.correct, cases=0, out=str(tmp_path), quiet=True)
+    assert result.exit_code == 4 and not result.ok, result.output
+    assert (result.verdict, result.compared, result.stopped_by) == ("no-verdict", 0, "cases")
+    assert result.no_verdict.startswith("--cases 0 asks for no case"), result.no_verdict
+    assert "NO VERDICT" in result.report()
+    result = kvcmp.fuzz(candidates.correct, cases=2, shard=(3, 4), out=str(tmp_path), quiet=True)
+    assert result.exit_code == 4 and not result.ok and "shard 3/4 of a 2-case campaign gets no case" in result.no_verdict
+    # A --stage item the candidate does not offer: its cases are all skipped.
+    result = kvcmp.fuzz(candidates.only_plain_insert, stages="v41.rope_plain_insert,v4.compress", cases=20, seed=2,
+                        out=str(tmp_path), quiet=True)
+    assert result.exit_code == 4 and not result.ok, result.output
+    assert result.compared > 0 and result.skipped > 0
+    assert result.no_verdict.startswith("--stage item 'v4.compress': candidate py:"), result.no_verdict
+    # The same candidate on the stage it offers passes.
+    result = kvcmp.fuzz(candidates.only_plain_insert, stages="v41.rope_plain_insert", cases=5, out=str(tmp_path), quiet=True)
+    assert result.ok and result.verdict == "pass" and result.compared == 5, result.output

@@ -47,7 +47,10 @@ Test(junit_commands, replay_one_testcase_per_case) {
     ((uint16_t *)out->data)[slots[t] * 512 + 3] ^= 1;
     cr_assert_eq(kvc_case_save(dir, &c, error, sizeof error), 0, "%s", error);
     kvc_case_free(&c);
-    snprintf(junit, sizeof junit, "%s/junit/replay.xml", root);
+    /* Beside the tree, not in it: a folder of files in a tree of cases is not a case. */
+    char reports[64];
+    support_temp_dir(reports, sizeof reports);
+    snprintf(junit, sizeof junit, "%s/junit/replay.xml", reports);
     char *argv[] = {"--junit", junit, "--quiet", root};
     captured_run run = support_capture(kvc_cmd_replay, ARGC(argv), argv);
     cr_expect_eq(run.status, 1);
@@ -66,16 +69,16 @@ Test(junit_commands, replay_one_testcase_per_case) {
     run = support_capture(kvc_cmd_replay, ARGC(with_opt), with_opt);
     if (strstr(run.err, "AVX-512") == NULL) expect_contains(run.out, "; causes: last-bit x1", "stdout");
     support_free_run(&run);
-    /* A library without these stages: skipped testcases. */
+    /* A library without these stages: skipped testcases, and no verdict (a failed testcase of the run's own). */
     char partial[256];
     const char *plugins = getenv("KVCMP_TEST_PLUGINS");
     snprintf(partial, sizeof partial, "%s/partial.so", plugins && plugins[0] ? plugins : "build/test-plugins");
     if (support_file_exists(partial)) {
         char *skipping[] = {"--impl", partial, "--junit", junit, "--quiet", root};
         run = support_capture(kvc_cmd_replay, ARGC(skipping), skipping);
-        cr_expect_eq(run.status, 0, "%s%s", run.out, run.err);
+        cr_expect_eq(run.status, 4, "%s%s", run.out, run.err);
         seen = junit_summary(junit);
-        expect_contains(seen, "2 0 2 2 0\n", "junit");
+        expect_contains(seen, "3 1 2 3 1\nreplay.run | cases compared\n", "junit");
         free(seen);
         support_free_run(&run);
     }
@@ -88,6 +91,7 @@ Test(junit_commands, replay_one_testcase_per_case) {
     expect_contains(run.err, "kvcmp replay: cannot write /proc/kvcmp-no/r.xml", "stderr");
     support_free_run(&run);
     support_remove_tree(root);
+    support_remove_tree(reports);
 }
 
 static void plugin_path(const char *kind, char *out, size_t size) {
@@ -157,13 +161,15 @@ Test(junit_commands, fuzz_failures_and_skipped_stages, .timeout = 120) {
     expect_contains(seen, " --page-padding ", "junit");   /* the padding the crashing check drew */
     free(seen);
     support_free_run(&run);
-    /* A stage the candidate lacks: a skipped testcase, not a pass. */
+    /* A --stage the candidate lacks: a skipped testcase, not a pass, and
+     * no verdict (exit status 4): a failed testcase of the campaign's own. */
     char *skip[] = {"--seed", "2", "--cases", "4", "--jobs", "1", "--candidate", partial, "--stage", "v41.rope_quant",
                     "--save", "", "--json", json, "--junit", junit, "--quiet"};
     run = run_fuzz(ARGC(skip), skip);
-    cr_expect_eq(run.status, 0, "%s%s", run.out, run.err);
+    cr_expect_eq(run.status, 4, "%s%s", run.out, run.err);
     seen = junit_summary(junit);
-    expect_contains(seen, "1 0 1 1 0\n", "junit");
+    expect_contains(seen, "2 1 1 2 1\n", "junit");
+    expect_contains(seen, "fuzz.campaign | cases compared\nall 4 cases were skipped: candidate ", "junit");
     free(seen);
     support_free_run(&run);
     /* An unwritable JUnit file. */

@@ -1,22 +1,49 @@
-/* Interruption and saving: SIGINT/SIGTERM keep the failures
- * found and write the summary marked as interrupted (exit 130/143), a
+/* Interruption and saving: SIGHUP/SIGINT/SIGTERM keep the failures
+ * found and write the summary marked as interrupted (exit 129/130/143), a
  * second signal stops at once, no worker outlives the campaign; cases
  * are renamed into place whole, never over an existing one, and every
  * write failure is an error naming the path and errno's reason, with a
  * non-zero exit (3) and nothing half-written left behind. */
 #include "tests/robust/robust_support.h"
 
+#include <limits.h>
+
 #define STAGE "--stage", "v41.rope_plain_insert"
 
 /* shrink_hang: every case fails at once, then hangs in the shrinker, so
  * that a signal finds each job's failure found but not yet saved. */
 static child_run interrupted_campaign(const char *dir, const char *save, const char *json, child_options *opt) {
-    char plugin[512];
+    char plugin[512], junit[512];
     hostile_plugin("shrink_hang", plugin, sizeof plugin);
+    snprintf(junit, sizeof junit, "%s/fuzz.xml", dir);
     char *argv[] = {"fuzz", "--seed", "1", "--cases", "100", "--jobs", "2", STAGE, "--timeout", "30", "--shrink-seconds", "30",
-                    "--candidate", plugin, "--max-failures-per-signature", "100", "--save", (char *)save, "--json", (char *)json, "--quiet", NULL};
-    (void)dir;
+                    "--candidate", plugin, "--max-failures-per-signature", "100", "--save", (char *)save, "--json", (char *)json,
+                    "--junit", junit, "--quiet", NULL};
     return run_kvcmp(argv, opt);
+}
+
+/* The summary, the JSON and the JUnit of an interrupted campaign say so. */
+static void expect_marked_interrupted(const char *dir, const char *json, const child_run *run, int status, const char *name) {
+    cJSON *root = read_summary(json);
+    cr_expect(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "interrupted")), "the summary is not marked interrupted");
+    const cJSON *sig = cJSON_GetObjectItemCaseSensitive(root, "signal");
+    cr_expect(cJSON_IsString(sig) && strcmp(sig->valuestring, name) == 0, "signal %s", cJSON_IsString(sig) ? sig->valuestring : "?");
+    const char *stopped = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(root, "stopped_by"));
+    cr_expect(stopped && strcmp(stopped, "interrupted") == 0, "stopped_by %s", stopped ? stopped : "(absent)");
+    const char *verdict = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(root, "verdict"));
+    cr_expect(verdict && strcmp(verdict, "interrupted") == 0, "verdict %s", verdict ? verdict : "(absent)");
+    cr_expect_eq(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(root, "exit_status")), status);
+    cJSON_Delete(root);
+    char junit[512], line[200];
+    snprintf(junit, sizeof junit, "%s/fuzz.xml", dir);
+    char *xml = support_read_file(junit);
+    cr_assert_not_null(xml, "no JUnit file after %s", name);
+    expect_text(xml, "<failure type=\"interrupted\" message=\"interrupted by ", "junit");
+    snprintf(line, sizeof line, "<property name=\"exit_status\" value=\"%d\"/>", status);
+    expect_text(xml, line, "junit");
+    free(xml);
+    snprintf(line, sizeof line, "fuzz: stopped: interrupted by %s", name);
+    expect_text(run->out, line, "stdout");
 }
 
 static void expect_interrupted(int signo, int status, const char *name) {
@@ -36,10 +63,8 @@ static void expect_interrupted(int signo, int status, const char *name) {
     int hidden;
     entries_in(save, &hidden);
     cr_expect_eq(hidden, 0, "a partial save was left behind");
+    expect_marked_interrupted(dir, json, &run, status, name);
     cJSON *root = read_summary(json);
-    cr_expect(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "interrupted")), "the summary is not marked interrupted");
-    const cJSON *sig = cJSON_GetObjectItemCaseSensitive(root, "signal");
-    cr_expect(cJSON_IsString(sig) && strcmp(sig->valuestring, name) == 0, "signal %s", cJSON_IsString(sig) ? sig->valuestring : "?");
     cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(root, "failure_list")), 2);
     cJSON_Delete(root);
     cr_expect_eq(run.leftovers, 0, "a worker outlived the interrupted campaign");
@@ -50,6 +75,41 @@ static void expect_interrupted(int signo, int status, const char *name) {
 Test(interruption, sigint_keeps_the_failures_and_exits_130, .timeout = 60) { expect_interrupted(SIGINT, 130, "SIGINT"); }
 
 Test(interruption, sigterm_keeps_the_failures_and_exits_143, .timeout = 60) { expect_interrupted(SIGTERM, 143, "SIGTERM"); }
+
+Test(interruption, sighup_keeps_the_failures_and_exits_129, .timeout = 60) { expect_interrupted(SIGHUP, 129, "SIGHUP"); }
+
+/* A signal while a Python candidate is still importing (kvcmp loads it
+ * to learn its stages before any worker starts): the summary, JSON and
+ * JUnit are written all the same, marked interrupted. */
+Test(interruption, a_signal_during_the_candidates_start_up_is_reported, .timeout = 60) {
+    if (access("/usr/bin/python3", X_OK) != 0 || access("python/kvcmp/_worker.py", R_OK) != 0 || access("build/libkvcmp.so", R_OK) != 0)
+        cr_skip_test("needs /usr/bin/python3, python/kvcmp and build/libkvcmp.so (make lib) from the checkout's root");
+    char lib[PATH_MAX], package[PATH_MAX];
+    cr_assert_not_null(realpath("build/libkvcmp.so", lib));
+    cr_assert_not_null(realpath("python", package));
+    setenv("KVCMP_PYTHON", "/usr/bin/python3", 1);
+    setenv("KVCMP_LIB", lib, 1);
+    setenv("PYTHONPATH", package, 1);
+    char dir[64], json[512], junit[512], script[512], candidate[600];
+    support_temp_dir(dir, sizeof dir);
+    snprintf(json, sizeof json, "%s/summary.json", dir);
+    snprintf(junit, sizeof junit, "%s/fuzz.xml", dir);
+    snprintf(script, sizeof script, "%s/slow_import.py", dir);
+    support_write_text(script, "import time\ntime.sleep(20)\nimport kvcmp\n\ndef candidate(case):\n    return kvcmp.reference(case)\n");
+    snprintf(candidate, sizeof candidate, "py:%s:candidate", script);
+    child_options opt = {.signal_after = 1.0, .signals = {SIGTERM}};
+    char *argv[] = {"fuzz", "--seconds", "60", "--jobs", "1", STAGE, "--candidate", candidate, "--json", json, "--junit", junit,
+                    "--quiet", NULL};
+    child_run run = run_kvcmp(argv, &opt);
+    cr_expect_eq(run.status, 143, "stdout:\n%s\nstderr:\n%s", run.out, run.err);
+    cr_expect_lt(run.seconds, 10.0, "the campaign took %.1f s to stop", run.seconds);
+    expect_text(run.out, "fuzz: INTERRUPTED by ", "stdout");
+    expect_marked_interrupted(dir, json, &run, 143, "SIGTERM");
+    cr_expect_eq(summary_number(json, "cases"), 0);
+    cr_expect_eq(run.leftovers, 0, "the candidate's interpreter outlived the campaign");
+    free_child_run(&run);
+    support_remove_tree(dir);
+}
 
 /* Two signals at once: the second stops at once, before any summary
  * (with both pending, the kernel runs one handler inside the other, so
