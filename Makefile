@@ -169,8 +169,8 @@ $(BUILD)/asan/unit-tests: $(call obj,asan,$(TEST_SRC)) $(BUILD)/asan/libkvcmp.a
 # and the latter carry libkvcmp.a for the reference's insert.
 TEST_PLUGIN_KINDS := no_entry null_table wrong_abi short_table crash partial bench \
 	hang shrink_crash shrink_hang exit0 abort heap_smash balloon leak threads \
-	writes_stop_flag forks_twice writes_input closes_pipe_and_hangs leaves_helper closes_stdio_and_logs forges_results
-TEST_PLUGINS_WITH_REFERENCE := leak threads \
+	writes_stop_flag forks_twice writes_input closes_pipe_and_hangs leaves_helper closes_stdio_and_logs forges_results records_device
+TEST_PLUGINS_WITH_REFERENCE := leak threads records_device \
 	writes_stop_flag forks_twice writes_input closes_pipe_and_hangs leaves_helper closes_stdio_and_logs forges_results
 # C++ candidates, one per tests/plugins/KIND.cpp (tests/backends/test_cpp_plugin.c):
 # mangled defines its entry point with C++ linkage, cpp_entry after

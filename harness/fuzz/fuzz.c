@@ -35,6 +35,7 @@
 #include "kvcmp/generate.h"
 #include "harness/fuzz/run.h"
 #include "kvcmp/shrink.h"
+#include "harness/fuzz/gpus.h"
 #include "harness/fuzz/history.h"
 #include "harness/fuzz/supervise.h"
 #include "harness/options/options.h"
@@ -946,6 +947,12 @@ static cJSON *summary_json(campaign *c, double elapsed, int exit_code) {
     snprintf(shard, sizeof shard, "%d/%d", o->shard_index, o->shard_count);
     cJSON_AddStringToObject(root, "shard", shard);
     cJSON_AddNumberToObject(root, "jobs", o->jobs);
+    /* The GPU each job's workers saw, when they were spread (gpus.h). */
+    char device[64];
+    if (kvc_gpu_for_job(0, device, sizeof device)) {
+        cJSON *devices = cJSON_AddArrayToObject(root, "worker_devices");
+        for (int j = 0; j < o->jobs && kvc_gpu_for_job(j, device, sizeof device); j++) cJSON_AddItemToArray(devices, cJSON_CreateString(device));
+    }
     cJSON_AddNumberToObject(root, "threads", o->threads);
     cJSON_AddNumberToObject(root, "cases", (double)c->cases);
     cJSON_AddNumberToObject(root, "seconds", elapsed);
@@ -1146,30 +1153,6 @@ typedef struct {
  * before its group is killed (one whose case runs has its --timeout). */
 #define EXIT_GRACE_SECONDS 5.0
 
-/* With several NVIDIA GPUs visible, job j's worker sees only GPU j mod N
- * (its Python candidate's "cuda" is then that device). */
-static void spread_over_gpus(int job) {
-    const char *visible = getenv("CUDA_VISIBLE_DEVICES");
-    char list[256] = "";
-    if (visible) {
-        snprintf(list, sizeof list, "%s", visible);
-    } else {
-        DIR *d = opendir("/proc/driver/nvidia/gpus");
-        int n = 0;
-        for (struct dirent *e; d && (e = readdir(d));) n += e->d_name[0] != '.';
-        if (d) closedir(d);
-        for (int i = 0, k = 0; i < n && k < (int)sizeof list - 8; i++) k += snprintf(list + k, sizeof list - (size_t)k, "%s%d", i ? "," : "", i);
-    }
-    int count = list[0] ? 1 : 0;
-    for (const char *p = list; *p; p++) count += *p == ',';
-    if (count < 2) return;
-    const char *start = list;
-    for (int i = 0; i < job % count; i++) start = strchr(start, ',') + 1;
-    char one[32];
-    snprintf(one, sizeof one, "%.*s", (int)strcspn(start, ","), start);
-    setenv("CUDA_VISIBLE_DEVICES", one, 1);
-}
-
 static int spawn_worker(supervisor *s, int job) {
     const fuzz_options *o = s->o;
     job_slot *slot = &s->jobs[job];
@@ -1190,7 +1173,7 @@ static int spawn_worker(supervisor *s, int job) {
         kvc_close_inherited_fds(p[1], control[0]);   /* the other workers' pipes among them */
         kvc_child_setup(parent);
         worker w = {.o = o, .started = s->c->started, .write_fd = p[1], .control_fd = control[0]};
-        spread_over_gpus(job);
+        kvc_spread_over_gpus(job);
         w.target = (kvc_fuzz_target){.reference = &kvc_reference_backend, .candidate = s->candidate, .policy = o->policy,
                                      .threads = o->threads, .metamorphic_per_mille = o->metamorphic_per_mille,
                                      .vary_threads = !o->threads_given, .geometry_pool = o->geometry_pool,
@@ -1662,6 +1645,12 @@ static int run_campaign(fuzz_options *o, const kvc_backend *candidate, const cha
         fprintf(stderr, "kvcmp fuzz: seed %llu, candidate %s, policy %s, %d jobs x %d threads, shard %d/%d, out %s\n",
                 (unsigned long long)o->seed, label, policy_name(o->policy), o->jobs, o->threads, o->shard_index, o->shard_count,
                 o->out_dir);
+        char device[64];
+        if (kvc_gpu_for_job(0, device, sizeof device)) {
+            fprintf(stderr, "kvcmp fuzz: workers spread over the visible GPUs (CUDA_VISIBLE_DEVICES):");
+            for (int j = 0; j < o->jobs && kvc_gpu_for_job(j, device, sizeof device); j++) fprintf(stderr, " job %d: %s", j, device);
+            fprintf(stderr, "\n");
+        }
         if (o->only >= 0) fprintf(stderr, "kvcmp fuzz: running case %lld only\n", (long long)o->only);
         else if (o->cases >= 0) fprintf(stderr, "kvcmp fuzz: running %lld cases\n", (long long)o->cases);
         else fprintf(stderr, "kvcmp fuzz: running for %.0f s\n", o->seconds);

@@ -136,6 +136,25 @@ static const kvcmp_plugin table = {
     .abi_version = KVCMP_PLUGIN_ABI_VERSION, .struct_size = sizeof(kvcmp_plugin), .name = "misbehaving test candidate",
     .v41_rope_plain_insert = misbehaving_insert,
 };
+#elif defined(KIND_records_device)
+#include <stdio.h>
+
+#include "kvcmp/reference.h"
+/* The reference's insert, logging "PID DEVICE" (the worker's
+ * CUDA_VISIBLE_DEVICES) to KVCMP_TEST_DEVICE_LOG on every call. */
+static int recording_insert(const kvc_v41_insert_args *a, kvc_error *err) {
+    const char *log = getenv("KVCMP_TEST_DEVICE_LOG"), *device = getenv("CUDA_VISIBLE_DEVICES");
+    FILE *f = log ? fopen(log, "a") : NULL;
+    if (f) {
+        fprintf(f, "%ld %s\n", (long)getpid(), device ? device : "-");
+        fclose(f);
+    }
+    return ref_v41_rope_plain_insert(a, err);
+}
+static const kvcmp_plugin table = {
+    .abi_version = KVCMP_PLUGIN_ABI_VERSION, .struct_size = sizeof(kvcmp_plugin), .name = "device-recording test candidate",
+    .v41_rope_plain_insert = recording_insert,
+};
 #elif defined(KIND_writes_stop_flag) || defined(KIND_forks_twice) || defined(KIND_writes_input) || \
     defined(KIND_closes_pipe_and_hangs) || defined(KIND_leaves_helper) || defined(KIND_closes_stdio_and_logs) || \
     defined(KIND_forges_results)
