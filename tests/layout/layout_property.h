@@ -27,8 +27,8 @@ typedef struct {
     char why[600];
 } layout_run;
 
-static void layout_disagree(layout_run *run, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void layout_disagree(layout_run *run, const char *fmt, ...) {
+static inline void layout_disagree(layout_run *run, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static inline void layout_disagree(layout_run *run, const char *fmt, ...) {
     if (run->disagreements++ == 0) {
         va_list ap;
         va_start(ap, fmt);
@@ -37,7 +37,7 @@ static void layout_disagree(layout_run *run, const char *fmt, ...) {
     }
 }
 
-static void layout_expect_offset(layout_run *run, const char *what, const kvc_paged_cache *c, int64_t slot, const uint8_t *got,
+static inline void layout_expect_offset(layout_run *run, const char *what, const kvc_paged_cache *c, int64_t slot, const uint8_t *got,
                                  spec_wide expected) {
     run->checks++;
     spec_wide offset = (spec_wide)(got - (const uint8_t *)c->data);
@@ -48,7 +48,7 @@ static void layout_expect_offset(layout_run *run, const char *what, const kvc_pa
 }
 
 /* Every row of random caches of every format. */
-static int64_t layout_addressing_cases(layout_run *run, uint64_t seed, int64_t caches) {
+static inline int64_t layout_addressing_cases(layout_run *run, uint64_t seed, int64_t caches) {
     kvc_rng rng;
     kvc_rng_seed(&rng, seed, 0x1a0);
     static const kvc_cache_dtype dtypes[] = {KVC_CACHE_FP8_DS_MLA, KVC_CACHE_FP8_INDEXER, KVC_CACHE_BF16, KVC_CACHE_FP8_E4M3};
@@ -97,7 +97,7 @@ static int64_t layout_addressing_cases(layout_run *run, uint64_t seed, int64_t c
 }
 
 /* kvc_v4_state_slot on random block tables. */
-static int64_t layout_state_slot_cases(layout_run *run, uint64_t seed, int64_t cases) {
+static inline int64_t layout_state_slot_cases(layout_run *run, uint64_t seed, int64_t cases) {
     kvc_rng rng;
     kvc_rng_seed(&rng, seed, 0x57a7e);
     for (int64_t i = 0; i < cases; i++) {
@@ -119,7 +119,7 @@ static int64_t layout_state_slot_cases(layout_run *run, uint64_t seed, int64_t c
 /* The ring store of random V4.1 R = 2 steps: the ring after
  * kvc_v41_store_ring of every request, byte for byte (page padding
  * included), against the ring after SPEC.md 5.1's store. */
-static int64_t layout_ring_store_cases(layout_run *run, uint64_t seed, int64_t cases) {
+static inline int64_t layout_ring_store_cases(layout_run *run, uint64_t seed, int64_t cases) {
     kvc_rng rng;
     kvc_rng_seed(&rng, seed, 0x7126);
     for (int64_t i = 0; i < cases; i++) {

@@ -44,8 +44,8 @@ typedef struct {
     char why[1200];
 } prop_run;
 
-static void prop_note(prop_run *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void prop_note(prop_run *p, const char *fmt, ...) {
+static inline void prop_note(prop_run *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static inline void prop_note(prop_run *p, const char *fmt, ...) {
     size_t n = strlen(p->applied);
     if (n + 2 >= sizeof p->applied) return;
     if (n) p->applied[n++] = ' ', p->applied[n] = 0;
@@ -56,7 +56,7 @@ static void prop_note(prop_run *p, const char *fmt, ...) {
 }
 
 /* A named bound was drawn: counted, and noted in the case's description. */
-static void prop_bound(prop_run *p, const char *name) {
+static inline void prop_bound(prop_run *p, const char *name) {
     prop_note(p, "%s", name);
     for (int i = 0; i < p->num_bounds; i++)
         if (strcmp(p->bounds[i].name, name) == 0) { p->bounds[i].hits++; return; }
@@ -65,7 +65,7 @@ static void prop_bound(prop_run *p, const char *name) {
     p->bounds[p->num_bounds++].hits = 1;
 }
 
-static int64_t prop_bound_hits(const prop_run *p, const char *name) {
+static inline int64_t prop_bound_hits(const prop_run *p, const char *name) {
     for (int i = 0; i < p->num_bounds; i++)
         if (strcmp(p->bounds[i].name, name) == 0) return p->bounds[i].hits;
     return 0;
@@ -73,7 +73,7 @@ static int64_t prop_bound_hits(const prop_run *p, const char *name) {
 
 /* Zeroed memory of at least `bytes` (and 64 more: misaligned pointers
  * and pointers one past a tensor stay inside), freed after the case. */
-static void *prop_alloc(prop_run *p, int64_t bytes) {
+static inline void *prop_alloc(prop_run *p, int64_t bytes) {
     if (p->num_buffers == PROP_MAX_BUFFERS) abort();
     void *b = calloc((size_t)(bytes > 0 ? bytes : 0) + 64, 1);
     if (!b) abort();
@@ -81,18 +81,18 @@ static void *prop_alloc(prop_run *p, int64_t bytes) {
     return b;
 }
 
-static void prop_release(prop_run *p) {
+static inline void prop_release(prop_run *p) {
     for (int i = 0; i < p->num_buffers; i++) free(p->buffers[i]);
     p->num_buffers = 0;
     p->applied[0] = 0;
     p->frozen = 0;
 }
 
-static int64_t prop_range(prop_run *p, int64_t lo, int64_t hi) { return kvc_rng_range(&p->rng, lo, hi); }
-static int prop_chance(prop_run *p, int num, int den) { return kvc_rng_chance(&p->rng, num, den); }
+static inline int64_t prop_range(prop_run *p, int64_t lo, int64_t hi) { return kvc_rng_range(&p->rng, lo, hi); }
+static inline int prop_chance(prop_run *p, int num, int den) { return kvc_rng_chance(&p->rng, num, den); }
 #define PROP_PICK(p, array) ((array)[kvc_rng_below(&(p)->rng, (int64_t)(sizeof(array) / sizeof((array)[0])))])
 
-static void prop_shuffle(prop_run *p, int64_t *v, int64_t n) {
+static inline void prop_shuffle(prop_run *p, int64_t *v, int64_t n) {
     for (int64_t i = n - 1; i > 0; i--) {
         int64_t j = kvc_rng_below(&p->rng, i + 1), x = v[i];
         v[i] = v[j];
@@ -102,10 +102,10 @@ static void prop_shuffle(prop_run *p, int64_t *v, int64_t n) {
 
 /* A pointer to an address, never dereferenced: the validator compares
  * addresses only. */
-static void *prop_address(uintptr_t a) { return (void *)a; }
+static inline void *prop_address(uintptr_t a) { return (void *)a; }
 
 /* Both verdicts of one case: 1 (and `why` filled, once) when they disagree. */
-static int prop_judge(prop_run *p, const char *stage, int fields, int real, const kvc_error *err, unsigned model) {
+static inline int prop_judge(prop_run *p, const char *stage, int fields, int real, const kvc_error *err, unsigned model) {
     p->cases++;
     if (real == KVC_OK) p->accepted++;
     else if (real > 0 && real <= KVC_ERR_METADATA) p->status[real]++;
@@ -127,7 +127,7 @@ static int prop_judge(prop_run *p, const char *stage, int fields, int real, cons
 #define PROP_2_40 ((int64_t)1 << 40)
 
 /* A position for a token: ordinary, or one of section 8's bounds. */
-static int64_t prop_edge_position(prop_run *p) {
+static inline int64_t prop_edge_position(prop_run *p) {
     switch (prop_range(p, 0, 7)) {
     case 0: prop_bound(p, "position=-1"); return -1;
     case 1: prop_bound(p, "position=INT64_MIN"); return INT64_MIN;
@@ -140,7 +140,7 @@ static int64_t prop_edge_position(prop_run *p) {
     }
 }
 
-static float prop_edge_eps(prop_run *p) {
+static inline float prop_edge_eps(prop_run *p) {
     switch (prop_range(p, 0, 9)) {
     case 0: prop_bound(p, "eps=1"); return 1.0f;
     case 1: prop_bound(p, "eps=next-above-1"); return nextafterf(1.0f, 2.0f);
@@ -155,7 +155,7 @@ static float prop_edge_eps(prop_run *p) {
     }
 }
 
-static float prop_edge_fp8_scale(prop_run *p) {
+static inline float prop_edge_fp8_scale(prop_run *p) {
     switch (prop_range(p, 0, 8)) {
     case 0: prop_bound(p, "fp8_scale=0"); return 0.0f;
     case 1: prop_bound(p, "fp8_scale=-0"); return -0.0f;
@@ -172,20 +172,20 @@ static float prop_edge_fp8_scale(prop_run *p) {
 /* ---- paged caches ------------------------------------------------------ */
 
 /* A cache of `pages` pages of `rows` rows, `padding` bytes between pages. */
-static kvc_paged_cache prop_cache(prop_run *p, int64_t pages, int64_t rows, int64_t row_bytes, int64_t padding) {
+static inline kvc_paged_cache prop_cache(prop_run *p, int64_t pages, int64_t rows, int64_t row_bytes, int64_t padding) {
     kvc_paged_cache c = {.num_pages = pages, .page_rows = rows, .page_bytes = rows * row_bytes, .page_stride = rows * row_bytes + padding};
     c.data = prop_alloc(p, pages > 0 ? (pages - 1) * c.page_stride + c.page_bytes : 0);
     return c;
 }
 
-static int64_t prop_padding(prop_run *p, int64_t align) {
+static inline int64_t prop_padding(prop_run *p, int64_t align) {
     static const int64_t paddings[] = {0, 0, 4, 64, 100, 8};
     int64_t pad = PROP_PICK(p, paddings);
     return pad % align ? pad + 1 : pad;
 }
 
 /* One geometry rule of a cache broken, or met exactly at its bound. */
-static void prop_break_cache(prop_run *p, kvc_paged_cache *c, int64_t row_bytes, int64_t align, const char *name) {
+static inline void prop_break_cache(prop_run *p, kvc_paged_cache *c, int64_t row_bytes, int64_t align, const char *name) {
     char bound[40];
     switch (prop_range(p, 0, 11)) {
     case 0: c->num_pages = -1; snprintf(bound, sizeof bound, "%s:num_pages=-1", name); break;
@@ -223,7 +223,7 @@ static void prop_break_cache(prop_run *p, kvc_paged_cache *c, int64_t row_bytes,
 /* An output placed against an input: ending exactly where it starts or
  * starting exactly where it ends (both allowed), or overlapping it by one
  * aligned element (a conflict). */
-static void *prop_place_against(prop_run *p, const void *input, int64_t input_bytes, int64_t output_bytes, int64_t align) {
+static inline void *prop_place_against(prop_run *p, const void *input, int64_t input_bytes, int64_t output_bytes, int64_t align) {
     uintptr_t in = (uintptr_t)input;
     switch (prop_range(p, 0, 3)) {
     case 0: prop_bound(p, "overlap:ends-at-input"); return prop_address(in - (uintptr_t)output_bytes);
@@ -237,7 +237,7 @@ static void *prop_place_against(prop_run *p, const void *input, int64_t input_by
 
 typedef struct { kvc_v4_save_args a; } prop_save;
 
-static void prop_make_save(prop_run *p, kvc_v4_save_args *a) {
+static inline void prop_make_save(prop_run *p, kvc_v4_save_args *a) {
     memset(a, 0, sizeof *a);
     a->compress_ratio = prop_chance(p, 1, 2) ? 4 : 128;
     a->head_dim = prop_chance(p, 1, 2) ? 128 : 512;
@@ -262,7 +262,7 @@ static void prop_make_save(prop_run *p, kvc_v4_save_args *a) {
     a->slot_mapping = slots;
 }
 
-static void prop_break_save(prop_run *p, kvc_v4_save_args *a) {
+static inline void prop_break_save(prop_run *p, kvc_v4_save_args *a) {
     if (p->frozen) return;
     int safe = 0;
     int64_t T = a->num_tokens, W = (int64_t)kvc_v4_coff(a->compress_ratio) * a->head_dim;
@@ -326,7 +326,7 @@ static void prop_break_save(prop_run *p, kvc_v4_save_args *a) {
 
 /* ---- v4.compress --------------------------------------------------------- */
 
-static void prop_make_compress(prop_run *p, kvc_v4_compress_args *a) {
+static inline void prop_make_compress(prop_run *p, kvc_v4_compress_args *a) {
     memset(a, 0, sizeof *a);
     int32_t R = prop_chance(p, 2, 3) ? 4 : 128, D = prop_chance(p, 1, 2) ? 128 : 512;
     a->compress_ratio = R;
@@ -396,7 +396,7 @@ static void prop_make_compress(prop_run *p, kvc_v4_compress_args *a) {
 }
 
 /* A token that writes: a closing token with both slots. */
-static int64_t prop_closing_writer(prop_run *p, const kvc_v4_compress_args *a) {
+static inline int64_t prop_closing_writer(prop_run *p, const kvc_v4_compress_args *a) {
     int64_t found[64], n = 0;
     for (int64_t t = 0; t < a->num_tokens && n < 64; t++)
         if (a->slot_mapping[t] >= 0 && a->kv_slot_mapping[t] >= 0 && a->positions[t] >= 0 && a->positions[t] < PROP_2_40 &&
@@ -405,7 +405,7 @@ static int64_t prop_closing_writer(prop_run *p, const kvc_v4_compress_args *a) {
     return n ? found[kvc_rng_below(&p->rng, n)] : -1;
 }
 
-static void prop_break_compress(prop_run *p, kvc_v4_compress_args *a) {
+static inline void prop_break_compress(prop_run *p, kvc_v4_compress_args *a) {
     if (p->frozen) return;
     int safe = 0;
     int64_t T = a->num_tokens, D = a->head_dim, W = (int64_t)kvc_v4_coff(a->compress_ratio) * D;
@@ -533,7 +533,7 @@ static void prop_break_compress(prop_run *p, kvc_v4_compress_args *a) {
 
 /* ---- v41.save_compress_norm ---------------------------------------------- */
 
-static void prop_make_norm(prop_run *p, kvc_v41_norm_args *a) {
+static inline void prop_make_norm(prop_run *p, kvc_v41_norm_args *a) {
     memset(a, 0, sizeof *a);
     int32_t R = prop_chance(p, 1, 3) ? 1 : 2;
     a->compress_ratio = R;
@@ -596,13 +596,13 @@ static void prop_make_norm(prop_run *p, kvc_v41_norm_args *a) {
 }
 
 /* A valid token of request r's chunk at index i from its start, or -1. */
-static int64_t prop_chunk_token(const kvc_v41_norm_args *a, int64_t r, int from_end) {
+static inline int64_t prop_chunk_token(const kvc_v41_norm_args *a, int64_t r, int from_end) {
     int64_t b = a->query_start_loc[r], e = a->query_start_loc[r + 1];
     if (e - b < 2) return -1;
     return from_end ? e - 1 : b + 1;
 }
 
-static void prop_break_norm(prop_run *p, kvc_v41_norm_args *a) {
+static inline void prop_break_norm(prop_run *p, kvc_v41_norm_args *a) {
     if (p->frozen) return;
     int safe = 0;
     int64_t T = a->num_tokens, NR = a->num_requests;
@@ -766,7 +766,7 @@ static void prop_break_norm(prop_run *p, kvc_v41_norm_args *a) {
 
 /* ---- v41 inserts --------------------------------------------------------- */
 
-static void prop_make_insert(prop_run *p, kvc_v41_insert_args *a, int quant) {
+static inline void prop_make_insert(prop_run *p, kvc_v41_insert_args *a, int quant) {
     memset(a, 0, sizeof *a);
     int32_t R = prop_chance(p, 1, 2) ? 1 : 2;
     a->compress_ratio = R;
@@ -796,7 +796,7 @@ static void prop_make_insert(prop_run *p, kvc_v41_insert_args *a, int quant) {
     a->cos_sin = a->cos_sin_rows ? prop_alloc(p, a->cos_sin_rows * 256) : NULL;
 }
 
-static void prop_break_insert(prop_run *p, kvc_v41_insert_args *a, int quant) {
+static inline void prop_break_insert(prop_run *p, kvc_v41_insert_args *a, int quant) {
     if (p->frozen) return;
     int safe = 0;
     int64_t T = a->num_tokens, *positions = (int64_t *)a->positions, *slots = (int64_t *)a->slot_mapping;
@@ -885,9 +885,9 @@ static void prop_break_insert(prop_run *p, kvc_v41_insert_args *a, int quant) {
 /* ---- the runs ------------------------------------------------------------ */
 
 /* 0, 1 or 2 rules broken (or met at a bound) per case. */
-static int prop_breaks(prop_run *p) { int k = (int)prop_range(p, 0, 5); return k < 2 ? 0 : k < 5 ? 1 : 2; }
+static inline int prop_breaks(prop_run *p) { int k = (int)prop_range(p, 0, 5); return k < 2 ? 0 : k < 5 ? 1 : 2; }
 
-static int64_t prop_validator_cases(prop_run *p, uint64_t seed, int64_t cases) {
+static inline int64_t prop_validator_cases(prop_run *p, uint64_t seed, int64_t cases) {
     kvc_rng_seed(&p->rng, seed, 0x5bec);
     for (int64_t i = 0; i < cases; i++) {
         int stage = (int)(i % 5), breaks = prop_breaks(p);
@@ -933,9 +933,9 @@ static int64_t prop_validator_cases(prop_run *p, uint64_t seed, int64_t cases) {
 
 /* Every pointer at its own address far from the others (2^57 apart), so
  * that sizes up to 2^56 bytes overlap nothing unless asked to. */
-static void *prop_far(int k) { return prop_address(((uintptr_t)k + 1) << 57); }
+static inline void *prop_far(int k) { return prop_address(((uintptr_t)k + 1) << 57); }
 
-static void prop_count_bound(prop_run *p, int64_t *count, const char *name) {
+static inline void prop_count_bound(prop_run *p, int64_t *count, const char *name) {
     char bound[40];
     switch (prop_range(p, 0, 4)) {
     case 0: *count = PROP_2_40 - 1; snprintf(bound, sizeof bound, "%s=2^40-1", name); break;
@@ -948,7 +948,7 @@ static void prop_count_bound(prop_run *p, int64_t *count, const char *name) {
 }
 
 /* A cache far away, of `pages` x `rows`; span bounds drawn. */
-static kvc_paged_cache prop_far_cache(prop_run *p, int k, int64_t row_bytes, const char *name) {
+static inline kvc_paged_cache prop_far_cache(prop_run *p, int k, int64_t row_bytes, const char *name) {
     kvc_paged_cache c = {.data = prop_far(k), .num_pages = prop_range(p, 0, 4), .page_rows = prop_range(p, 1, 16)};
     c.page_bytes = c.page_rows * row_bytes;
     c.page_stride = c.page_bytes;
@@ -963,7 +963,7 @@ static kvc_paged_cache prop_far_cache(prop_run *p, int k, int64_t row_bytes, con
     return c;
 }
 
-static int64_t prop_fields_cases(prop_run *p, uint64_t seed, int64_t cases) {
+static inline int64_t prop_fields_cases(prop_run *p, uint64_t seed, int64_t cases) {
     kvc_rng_seed(&p->rng, seed, 0xf1e1d5);
     for (int64_t i = 0; i < cases; i++) {
         int stage = (int)(i % 5);
