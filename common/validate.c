@@ -210,6 +210,7 @@ int kvc_validate_v4_compress_fields(const kvc_v4_compress_args *a, kvc_error *er
     TRY(check_cache(&a->kv_cache, "kv_cache", kvc_cache_row_bytes(dtype), 1, err));
     if (a->num_requests < 0 || a->max_blocks < 0)
         return kvc_fail(err, KVC_ERR_PARAM, "block_table shape [%lld, %lld] is negative", (long long)a->num_requests, (long long)a->max_blocks);
+    TRY(check_count(a->num_requests, "num_requests", err));   /* SPEC.md 9.3: even with no block-table columns */
     int64_t block_entries;
     if (__builtin_mul_overflow(a->num_requests, a->max_blocks, &block_entries) || block_entries > KVC_MAX_COUNT)
         return kvc_fail(err, KVC_ERR_PARAM, "block_table shape [%lld, %lld] has more than 2^40 entries", (long long)a->num_requests,

@@ -1,7 +1,8 @@
 # The conformance corpora of fixtures/ (fixtures/README.md) through
 # kvcmp replay, as a user runs it.  Included by the Makefile.
 #
-#   make corpus-check    replays fixtures/spec-cases and fixtures/regressions
+#   make corpus-check    replays fixtures/spec-cases, fixtures/edge-cases (also
+#                        with page padding) and fixtures/regressions
 #                        (exact), fixtures/vllm-cases (vllm policy) and
 #                        fixtures/upstream-fuzz (exact), and SHARED's sets
 #                        when SHARED=DIR is given (part of make test)
@@ -17,7 +18,8 @@ SHARED_UPSTREAM_FUZZ = $(if $(SHARED),$(wildcard $(SHARED)/upstream-fuzz))
 
 .PHONY: corpus-check
 corpus-check: $(BUILD)/kvcmp
-	$(CORPUS_REPLAY) --policy exact fixtures/spec-cases fixtures/regressions $(SHARED_SPEC_CASES)
+	$(CORPUS_REPLAY) --policy exact fixtures/spec-cases fixtures/edge-cases fixtures/regressions $(SHARED_SPEC_CASES)
+	$(CORPUS_REPLAY) --policy exact --page-padding 100 fixtures/edge-cases
 	$(CORPUS_REPLAY) --policy vllm fixtures/vllm-cases $(SHARED_VLLM_CASES)
 	$(CORPUS_REPLAY) --policy exact fixtures/upstream-fuzz $(SHARED_UPSTREAM_FUZZ)
 

@@ -22,6 +22,7 @@ void kvc_case_coverage_of(const kvc_gen_case *g, kvc_case_coverage *k) {
     memset(k, 0, sizeof *k);
     k->max_position = -1;
     k->dimensions = g->dimensions;
+    k->edges = g->edges;
     k->rule = g->rule;
     kvc_array *positions = kvc_case_get(&g->c, "positions"), *slots = kvc_case_get(&g->c, "slot_mapping");
     int32_t ratio = g->c.compress_ratio > 0 ? g->c.compress_ratio : 1;
@@ -44,6 +45,7 @@ void kvc_coverage_add(kvc_coverage_tally *t, const kvc_case_coverage *k) {
     t->closing[closing_bucket(k->closing_tokens)]++;
     t->positions[position_bucket(k->max_position)]++;
     for (int d = 0; d < KVC_DIM_COUNT; d++) t->dimensions[d] += (k->dimensions >> d) & 1u;
+    for (int e = 0; e < KVC_EDGE_COUNT; e++) t->edges[e] += (k->edges >> e) & 1u;
     if (k->page_padding > 0) t->padding[k->page_padding % 64 != 0]++;
     t->aliased += k->aliased != 0;
     t->alias_unavailable += k->alias_unavailable != 0;
@@ -94,6 +96,13 @@ void kvc_coverage_print(FILE *f, const kvc_coverage_tally *t) {
     fprintf(f, "  %-22s", "dimensions");
     for (int d = 0; d < KVC_DIM_COUNT; d++)
         fprintf(f, " %s: %lld (%.1f%%)", kvc_dimension_name(d), (long long)t->dimensions[d], share(t->dimensions[d], t->cases));
+    /* Both sides of each bound of SPEC.md 8 a case can hold. */
+    for (int refused = 0; refused < 2; refused++) {
+        fprintf(f, "\n  %-22s", refused ? "bounds, refused side" : "bounds, accepted side");
+        for (int e = 0; e < KVC_EDGE_COUNT; e++)
+            if (kvc_edge_refused(e) == refused)
+                fprintf(f, " %s: %lld (%.1f%%)", kvc_edge_name(e), (long long)t->edges[e], share(t->edges[e], t->cases));
+    }
     fprintf(f, "\n  %-22s", "rules (rejected/cases)");
     for (int i = 0; i < t->num_rules; i++)
         fprintf(f, " %s: %lld/%lld", t->rules[i].name, (long long)t->rules[i].rejected, (long long)t->rules[i].cases);
@@ -130,6 +139,12 @@ cJSON *kvc_coverage_json(const kvc_coverage_tally *t) {
     cJSON_AddNumberToObject(aliased, "skipped", (double)t->alias_unavailable);
     cJSON *dims = cJSON_AddObjectToObject(root, "dimensions");
     for (int d = 0; d < KVC_DIM_COUNT; d++) cJSON_AddNumberToObject(dims, kvc_dimension_name(d), (double)t->dimensions[d]);
+    cJSON *bounds = cJSON_AddObjectToObject(root, "bounds");
+    for (int e = 0; e < KVC_EDGE_COUNT; e++) {
+        cJSON *b = cJSON_AddObjectToObject(bounds, kvc_edge_name(e));
+        cJSON_AddNumberToObject(b, "cases", (double)t->edges[e]);
+        cJSON_AddBoolToObject(b, "refused", kvc_edge_refused(e));
+    }
     cJSON *rules = cJSON_AddObjectToObject(root, "rules");
     for (int i = 0; i < t->num_rules; i++) {
         cJSON *r = cJSON_AddObjectToObject(rules, t->rules[i].name);

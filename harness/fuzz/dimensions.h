@@ -1,7 +1,9 @@
 /* What a campaign covered, per generator dimension: the candidate's
  * thread counts (and the thread check's second counts), closing tokens
  * per call, position ranges, the dimensions of kvc_gen_case.dimensions,
- * and the validation rules whose corruption the reference rejected.
+ * the bounds of SPEC.md 8 the cases reached (kvc_gen_case.edges, both
+ * sides of each), and the validation rules whose corruption the
+ * reference rejected.
  * Printed in the summary and written to the JSON report. */
 #ifndef KVCMP_FUZZ_DIMENSIONS_H
 #define KVCMP_FUZZ_DIMENSIONS_H
@@ -28,6 +30,7 @@ typedef struct {
     int64_t closing_tokens;       /* valid closing tokens of the call */
     int64_t max_position;         /* the largest position of a valid token, -1 for none */
     unsigned dimensions;          /* KVC_DIM_* */
+    unsigned edges;               /* KVC_EDGE_*: the bounds of SPEC.md 8 the case holds */
     const char *rule;             /* a corruption's rule, or NULL */
     int rejected;                 /* the reference rejected the case */
 } kvc_case_coverage;
@@ -37,6 +40,7 @@ typedef struct {
     int64_t threads[KVC_MAX_COUNTED_THREADS + 1], other_threads[KVC_MAX_COUNTED_THREADS + 1];
     int64_t closing[KVC_CLOSING_BUCKETS], positions[KVC_POSITION_BUCKETS];
     int64_t dimensions[KVC_DIM_COUNT];
+    int64_t edges[KVC_EDGE_COUNT];
     int64_t padding[2];           /* page padding of whole 64-byte lines, of other multiples of 4 */
     int64_t aliased, alias_unavailable;
     int64_t team_rule[2];         /* cases run under the spinning and the sleeping team rule */

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/fuzz/edges.h"
 #include "kvcmp/formats.h"
 #include "kvcmp/kvcmp.h"
 
@@ -304,6 +305,8 @@ typedef struct {
     float fp8_scale;         /* an adversarial per-tensor scale, or 0 */
     float fp8_probe;         /* the bf16 value whose fp8 code it splits */
     const char *rule;        /* the validation rule a corruption targets */
+    kvc_rng *edge_rng;       /* the bounds' own draws (harness/fuzz/edges.c) */
+    unsigned edges;          /* KVC_EDGE_* bits a corruption put there */
     int geometry_pool;       /* kvc_gen_config's */
     uint64_t seed;
 } gen;
@@ -989,6 +992,16 @@ static void corrupt(gen *g, char *what, size_t what_size) {
     kvc_array *qsl = kvc_case_get(c, "query_start_loc"), *t2r = kvc_case_get(c, "token_to_req");
     kvc_array *cos_sin = kvc_case_get(c, "cos_sin"), *scale = kvc_case_get(c, "fp8_scale");
     int64_t *s = slots->data;
+    /* One in two: an input just past one of section 8's bounds. */
+    if (g->edge_rng && kvc_rng_chance(g->edge_rng, 1, 2)) {
+        const char *rule = NULL;
+        unsigned edge = kvc_edges_corrupt(g->edge_rng, c, &rule, what, what_size);
+        if (edge) {
+            g->rule = rule;
+            g->edges |= edge;
+            return;
+        }
+    }
     for (int attempt = 0; attempt < 8; attempt++) {
         int64_t t;
         int kind = (int)kvc_rng_below(g->r, 16);
@@ -1106,6 +1119,12 @@ int kvc_gen_make_from(const kvc_gen_config *config, kvc_rng *r, kvc_gen_case *ou
     default: gen_v41_insert(&g, (kvc_cache_dtype)v->cache_dtype); break;
     }
     out->c.eps = pick_eps(&g);
+    /* The bounds draw from a stream of their own, seeded from the case's
+     * without advancing it: every other draw of the case is unchanged. */
+    kvc_rng edge_rng;
+    kvc_rng_seed(&edge_rng, r->s[0] ^ kvc_rotl64(r->s[3], 17), 0xED6E5);
+    g.edge_rng = &edge_rng;
+    kvc_edges_draw(&edge_rng, &out->c);
     if (out->family == KVC_FAM_ISOLATED_EDGES || out->family == KVC_FAM_CROSS_MAGNITUDE) shape_edge_rows(&g);
     if (kvc_rng_chance(r, 1, 8)) other_padding_slots(&g);
     if (out->family == KVC_FAM_BIT_PATTERNS) apply_bit_patterns(&g);
@@ -1114,6 +1133,7 @@ int kvc_gen_make_from(const kvc_gen_config *config, kvc_rng *r, kvc_gen_case *ou
         corrupt(&g, out->invalid, sizeof out->invalid);
     out->dimensions = g.dimensions;
     out->rule = g.rule;
+    out->edges = kvc_edges_measure(&out->c) | g.edges;
     snprintf(out->c.source, sizeof out->c.source, "kvcmp-fuzz seed %llu variant %s family %s%s%s",
              (unsigned long long)config->seed, v->name, family_names[out->family], out->invalid[0] ? " invalid: " : "",
              out->invalid);

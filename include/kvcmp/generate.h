@@ -89,6 +89,37 @@ enum {
 };
 const char *kvc_dimension_name(int bit_index);
 
+/* The bounds of SPEC.md 8 a case holds (bits of kvc_gen_case.edges),
+ * both sides of each: measured in every case (harness/fuzz/edges.c),
+ * drawn on purpose where ordinary draws never land. */
+enum {
+    KVC_EDGE_POSITION_BELOW = 1u << 0,     /* a valid token at position 2^40 - 1 */
+    KVC_EDGE_POSITION_AT = 1u << 1,        /* ... at 2^40, the inclusive bound */
+    KVC_EDGE_POSITION_PAST = 1u << 2,      /* ... at 2^40 + 1: refused */
+    KVC_EDGE_UNSET_TOKEN_TO_REQ = 1u << 3, /* a slotted V4 token that does not close, token_to_req outside the table */
+    KVC_EDGE_EPS_ONE = 1u << 4,            /* eps = 1 */
+    KVC_EDGE_EPS_PAST = 1u << 5,           /* eps = 1 + 2^-23: refused */
+    KVC_EDGE_SLOT_LAST = 1u << 6,          /* a writer on its cache's last row */
+    KVC_EDGE_SLOT_PAST = 1u << 7,          /* ... one row past it: refused */
+    KVC_EDGE_REQUEST_LAST = 1u << 8,       /* a V4 closing token of the last request */
+    KVC_EDGE_REQUEST_PAST = 1u << 9,       /* token_to_req = num_requests: refused */
+    KVC_EDGE_COS_SIN_EXACT = 1u << 10,     /* cos_sin ends at the last row a token rotates with */
+    KVC_EDGE_COS_SIN_SHORT = 1u << 11,     /* ... one row short: refused */
+    KVC_EDGE_BLOCK_LAST = 1u << 12,        /* a window reads the state cache's last page */
+    KVC_EDGE_BLOCK_PAST = 1u << 13,        /* a block-table entry of num_pages: refused */
+    KVC_EDGE_COLUMN_LAST = 1u << 14,       /* a window reads the block table's last column */
+    KVC_EDGE_COLUMN_PAST = 1u << 15,       /* ... the column past it: refused */
+    KVC_EDGE_QSL_BATCH = 1u << 16,         /* query_start_loc[NR] = T (no padding after the requests) */
+    KVC_EDGE_QSL_PAST = 1u << 17,          /* query_start_loc[NR] = T + 1: refused */
+    KVC_EDGE_FP8_SCALE_MIN = 1u << 18,     /* fp8_scale = 2^-149 */
+    KVC_EDGE_FP8_SCALE_ZERO = 1u << 19,    /* fp8_scale = 0: refused */
+    KVC_EDGE_CAP_MIN = 1u << 20,           /* a V4.1 ring of CAP 8 */
+    KVC_EDGE_COUNT = 21
+};
+const char *kvc_edge_name(int bit_index);
+/* 1 for the edges on the refused side of their bound. */
+int kvc_edge_refused(int bit_index);
+
 typedef struct {
     kvc_case c;
     int variant;
@@ -97,6 +128,7 @@ typedef struct {
     int history;             /* 1: a history variant; c is unused */
     unsigned dimensions;     /* KVC_DIM_* bits */
     const char *rule;        /* the validation rule the corruption targets, or NULL */
+    unsigned edges;          /* KVC_EDGE_* bits: the bounds the case holds */
 } kvc_gen_case;
 
 /* Case `index` of the campaign (stream `index` of the seed). */

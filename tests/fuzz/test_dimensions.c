@@ -114,6 +114,10 @@ Test(dimensions, every_targeted_rule_is_rejected) {
         {"ring-row", KVC_ERR_METADATA}, {"eps", KVC_ERR_PARAM}, {"positions-not-consecutive", KVC_ERR_METADATA},
         {"slot-after-batch", KVC_ERR_METADATA}, {"ring-block-shared", KVC_ERR_CONFLICT}, {"two-ring-blocks", -1},
         {"window-column-past-table", KVC_ERR_INDEX}, {"ring-cap", KVC_ERR_PARAM},
+        /* one past each bound (harness/fuzz/edges.c) */
+        {"position-2^40+1", KVC_ERR_INDEX}, {"slot-one-past-cache", KVC_ERR_INDEX}, {"token-to-req-num-requests", KVC_ERR_INDEX},
+        {"cos-sin-one-row-short", KVC_ERR_INDEX}, {"block-table-num-pages", KVC_ERR_INDEX},
+        {"query-start-loc-past-batch", KVC_ERR_METADATA}, {"eps-above-1", KVC_ERR_PARAM},
     };
     enum { NUM_RULES = sizeof rules / sizeof rules[0] };
     int rejected[NUM_RULES] = {0}, as_specified[NUM_RULES] = {0};

@@ -1,0 +1,3 @@
+# file: common/validate.c
+# bug: v4.compress checks token_to_req for every token with both slots, not only for closing tokens, so a slotted token that does not close with its token_to_req unset (SPEC.md 8: upstream leaves it so) is refused (the generator's unset token_to_req bound)
+s/^        if (!kvc_is_closing(a->positions\[t\], a->compress_ratio)) continue;/        if (a->token_to_req[t] < 0 || a->token_to_req[t] >= a->num_requests) { free(owner); return kvc_fail(err, KVC_ERR_INDEX, "token_to_req[%lld] = %d is outside [0, %lld)", (long long)t, a->token_to_req[t], (long long)a->num_requests); }\n        if (!kvc_is_closing(a->positions[t], a->compress_ratio)) continue;/
