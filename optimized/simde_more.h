@@ -180,6 +180,29 @@ static inline __attribute__((always_inline)) simde__m512i opt_mm512_permutexvar_
     return opt_si_from_halves(opt_permute_dwords(low, high, OPT_HALVES_SI(idx)[0]), opt_permute_dwords(low, high, OPT_HALVES_SI(idx)[1]));
 }
 
+/* ---- integer arithmetic: wrapping, as the instructions wrap ----
+ * SIMDe 0.7.4 adds and shifts signed lanes in C, where an overflow or a
+ * shifted-out sign is undefined (and the sanitized test build stops on
+ * it); the AVX2 instructions on each half wrap like the AVX-512 ones. */
+#define OPT_SI_BINARY(name, op)                                                                                            \
+    static inline __attribute__((always_inline)) simde__m512i name(simde__m512i a, simde__m512i b) {                         \
+        return opt_si_from_halves(op(OPT_HALVES_SI(a)[0], OPT_HALVES_SI(b)[0]), op(OPT_HALVES_SI(a)[1], OPT_HALVES_SI(b)[1])); \
+    }
+OPT_SI_BINARY(opt_mm512_add_epi16, _mm256_add_epi16)
+OPT_SI_BINARY(opt_mm512_sub_epi16, _mm256_sub_epi16)
+OPT_SI_BINARY(opt_mm512_add_epi32, _mm256_add_epi32)
+OPT_SI_BINARY(opt_mm512_sub_epi32, _mm256_sub_epi32)
+OPT_SI_BINARY(opt_mm512_add_epi64, _mm256_add_epi64)
+#define OPT_SI_SHIFT(name, op)                                                                                             \
+    static inline __attribute__((always_inline)) simde__m512i name(simde__m512i a, unsigned count) {                        \
+        return opt_si_from_halves(op(OPT_HALVES_SI(a)[0], (int)count), op(OPT_HALVES_SI(a)[1], (int)count));                \
+    }
+OPT_SI_SHIFT(opt_mm512_slli_epi32, _mm256_slli_epi32)
+OPT_SI_SHIFT(opt_mm512_slli_epi64, _mm256_slli_epi64)
+OPT_SI_SHIFT(opt_mm512_srli_epi16, _mm256_srli_epi16)
+OPT_SI_SHIFT(opt_mm512_srli_epi32, _mm256_srli_epi32)
+OPT_SI_SHIFT(opt_mm512_srli_epi64, _mm256_srli_epi64)
+
 /* ---- reductions ---- */
 
 static inline __attribute__((always_inline)) uint32_t opt_mm512_reduce_max_epu32(simde__m512i a) {
@@ -245,6 +268,26 @@ static inline __attribute__((always_inline)) void opt_mm512_stream_ps(void *p, s
     _mm256_stream_ps((float *)p + 8, OPT_HALVES_PS(a)[1]);
 }
 
+#undef _mm512_add_epi16
+#define _mm512_add_epi16 opt_mm512_add_epi16
+#undef _mm512_sub_epi16
+#define _mm512_sub_epi16 opt_mm512_sub_epi16
+#undef _mm512_add_epi32
+#define _mm512_add_epi32 opt_mm512_add_epi32
+#undef _mm512_sub_epi32
+#define _mm512_sub_epi32 opt_mm512_sub_epi32
+#undef _mm512_add_epi64
+#define _mm512_add_epi64 opt_mm512_add_epi64
+#undef _mm512_slli_epi32
+#define _mm512_slli_epi32 opt_mm512_slli_epi32
+#undef _mm512_slli_epi64
+#define _mm512_slli_epi64 opt_mm512_slli_epi64
+#undef _mm512_srli_epi16
+#define _mm512_srli_epi16 opt_mm512_srli_epi16
+#undef _mm512_srli_epi32
+#define _mm512_srli_epi32 opt_mm512_srli_epi32
+#undef _mm512_srli_epi64
+#define _mm512_srli_epi64 opt_mm512_srli_epi64
 /* The intrinsics' own names, for the kernel sources (clang defines some
  * of them as macros: each is undefined first). */
 #undef _mm512_cmp_ps_mask
