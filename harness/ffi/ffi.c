@@ -73,7 +73,13 @@ void kvc_ffi_case_params(const kvc_ffi_case *h, int32_t *compress_ratio, int32_t
     *compress_ratio = h->c.compress_ratio;
     *head_dim = h->c.head_dim;
     *eps = h->c.eps;
-    *cache_dtype = h->c.has_cache_dtype ? kvc_cache_dtype_name(h->c.cache_dtype) : "";
+    /* The one a V4 or quant-insert case without it gets (its head_dim's),
+     * as a stage call carries it; the save stages have none. */
+    kvc_stage s = h->c.stage;
+    int implied = s == KVC_STAGE_V4_COMPRESS || s == KVC_STAGE_V4_FORWARD || s == KVC_STAGE_V41_ROPE_QUANT_INSERT || s == KVC_STAGE_V41_FORWARD;
+    if (s == KVC_STAGE_V4_SAVE_PARTIAL_STATES || s == KVC_STAGE_V41_SAVE_COMPRESS_NORM) *cache_dtype = "";
+    else if (h->c.has_cache_dtype) *cache_dtype = kvc_cache_dtype_name(h->c.cache_dtype);
+    else *cache_dtype = implied ? kvc_cache_dtype_name(h->c.head_dim == 128 ? KVC_CACHE_FP8_INDEXER : KVC_CACHE_FP8_DS_MLA) : "";
 }
 
 const char *kvc_ffi_case_source(const kvc_ffi_case *h) { return h->c.source; }

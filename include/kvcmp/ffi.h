@@ -45,7 +45,10 @@ kvc_ffi_case *kvc_ffi_case_load(const char *dir, char *error, size_t error_size)
 int kvc_ffi_case_save(const kvc_ffi_case *c, const char *dir, char *error, size_t error_size);
 void kvc_ffi_case_free(kvc_ffi_case *c);
 
-/* The stage name; the params (cache_dtype "" when the case has none). */
+/* The stage name; the params: cache_dtype is the one the case runs with
+ * (its head_dim's when a V4 or quant-insert case names none), "" for the
+ * save stages and a plain insert without one; eps is the case's even for
+ * a stage that takes none. */
 const char *kvc_ffi_case_stage(const kvc_ffi_case *c);
 void kvc_ffi_case_params(const kvc_ffi_case *c, int32_t *compress_ratio, int32_t *head_dim, float *eps, const char **cache_dtype);
 /* case.json "source" and "meta" (JSON text, "" when absent). */

@@ -17,6 +17,10 @@ _NUMPY_DTYPES = [np.dtype("<f4"), np.dtype("<i8"), np.dtype("<i4"), np.dtype("<u
 _ALIASES = {np.dtype("<i2"): np.dtype("<u2"), np.dtype("i1"): np.dtype("u1")}
 
 PAGED_TENSORS = ("state_cache", "kv_cache")
+# The stages whose params hold eps (an RMSNorm); the others' params have
+# none, as their stage calls and case.json files have none
+# (docs/candidates.md, the stage-call table).
+EPS_STAGES = ("v4.compress", "v4.forward", "v41.save_compress_norm", "v41.forward")
 
 
 class Rejected(Exception):
@@ -169,7 +173,10 @@ def _case_from_handle(h, path=None, info=None):
     """A Case holding copies of a handle's tensors (the handle may be borrowed)."""
     ratio, head_dim, eps, dtype = ctypes.c_int32(), ctypes.c_int32(), ctypes.c_float(), ctypes.c_char_p()
     lib.kvc_ffi_case_params(h, ctypes.byref(ratio), ctypes.byref(head_dim), ctypes.byref(eps), ctypes.byref(dtype))
-    params = {"compress_ratio": ratio.value, "head_dim": head_dim.value, "eps": float(np.float32(eps.value))}
+    stage = lib.kvc_ffi_case_stage(h).decode()
+    params = {"compress_ratio": ratio.value, "head_dim": head_dim.value}
+    if stage in EPS_STAGES:
+        params["eps"] = float(np.float32(eps.value))
     if dtype.value:
         params["cache_dtype"] = dtype.value.decode()
     tensors = {}
@@ -186,7 +193,7 @@ def _case_from_handle(h, path=None, info=None):
             array = np.zeros(dims, dtype=_NUMPY_DTYPES[code.value])
         tensors[name.decode()] = array
     meta = lib.kvc_ffi_case_meta(h).decode()
-    case = Case(lib.kvc_ffi_case_stage(h).decode(), params, tensors, lib.kvc_ffi_case_source(h).decode(),
+    case = Case(stage, params, tensors, lib.kvc_ffi_case_source(h).decode(),
                 json.loads(meta) if meta else None, path, info)
     return case
 
