@@ -72,11 +72,13 @@ uninstall-python:
 	$(Q)rm -rf $(INSTALL_SHARE)/conformance
 	$(Q)rmdir $(INSTALL_PYTHON) $(dir $(INSTALL_PYTHON)) $(INSTALL_SHARE) 2>/dev/null || true
 
-#   make kernel-repo-check   kvcmp installed from this checkout into a
-#                            temporary kernel repository with a C, a C++
-#                            and a Python candidate and its own regressions,
-#                            driven by the commands of action.yml (part of
-#                            make test)
+#   make kernel-repo-check   the README's CI recipe and the example
+#                            workflow's candidate job played step by step
+#                            (action.yml with this checkout as the action)
+#                            in a fresh repository as a user that is not
+#                            root: green as written, red on a bug planted in
+#                            a C++ and in a Python candidate, green with the
+#                            kept case once fixed (part of make test)
 .PHONY: kernel-repo-check
 kernel-repo-check: lib $(BUILD)/kvcmp
 	$(Q)bash tools/kernel_repo_check.sh $(BUILD) $(PYTHON)
