@@ -155,7 +155,14 @@ const char *kvc_ffi_output_names(const kvc_ffi_case *h) {
 
 kvc_ffi_case *kvc_ffi_generate(uint64_t seed, int64_t index, const char *variants, const char *families, int invalid_per_mille,
                                kvc_ffi_gen_info *info, char *error, size_t error_size) {
-    kvc_gen_config config = {.seed = seed, .invalid_per_mille = invalid_per_mille < 0 ? KVC_GEN_DEFAULT_INVALID_PER_MILLE : invalid_per_mille};
+    return kvc_ffi_generate_pooled(seed, index, variants, families, invalid_per_mille, 0, info, error, error_size);
+}
+
+kvc_ffi_case *kvc_ffi_generate_pooled(uint64_t seed, int64_t index, const char *variants, const char *families,
+                                      int invalid_per_mille, int geometry_pool, kvc_ffi_gen_info *info, char *error,
+                                      size_t error_size) {
+    kvc_gen_config config = {.seed = seed, .invalid_per_mille = invalid_per_mille < 0 ? KVC_GEN_DEFAULT_INVALID_PER_MILLE : invalid_per_mille,
+                             .geometry_pool = geometry_pool > 0 ? geometry_pool : 0};
     char bad[128];
     memset(info, 0, sizeof *info);
     if (variants && variants[0] && !(config.variant_mask = kvc_variant_mask(variants, bad, sizeof bad))) {

@@ -91,6 +91,12 @@ typedef struct {
  * and no error. */
 kvc_ffi_case *kvc_ffi_generate(uint64_t seed, int64_t index, const char *variants, const char *families, int invalid_per_mille,
                                kvc_ffi_gen_info *info, char *error, size_t error_size);
+/* The same with --geometry-pool N: a campaign of a py: candidate draws its
+ * page geometries from 4 fixed per seed unless told otherwise, and its
+ * case `index` is this one with geometry_pool = 4. */
+kvc_ffi_case *kvc_ffi_generate_pooled(uint64_t seed, int64_t index, const char *variants, const char *families,
+                                      int invalid_per_mille, int geometry_pool, kvc_ffi_gen_info *info, char *error,
+                                      size_t error_size);
 
 /* ---- the reference and the comparison ----------------------------- */
 

@@ -108,6 +108,7 @@ def _declare(lib):
         "kvc_ffi_tensor_put": (I, [P, S, I, I, ctypes.POINTER(I64), P, I64] + E),
         "kvc_ffi_output_names": (S, [P]),
         "kvc_ffi_generate": (P, [ctypes.c_uint64, I64, S, S, I, ctypes.POINTER(GenInfo)] + E),
+        "kvc_ffi_generate_pooled": (P, [ctypes.c_uint64, I64, S, S, I, I, ctypes.POINTER(GenInfo)] + E),
         "kvc_ffi_reference": (I, [P, ctypes.POINTER(P)] + E),
         "kvc_ffi_report_size": (ctypes.c_size_t, []),
         "kvc_ffi_region_count": (I, []),

@@ -227,19 +227,22 @@ def save_case(directory, stage, params=None, tensors=None, source="python", meta
     return saved
 
 
-def generate(stage=None, seed=1, index=0, family=None, invalid_rate=0):
+def generate(stage=None, seed=1, index=0, family=None, invalid_rate=0, geometry_pool=0):
     """Case `index` of seed `seed`: the case `kvcmp fuzz --seed SEED
-    --stage STAGE --family FAMILY --invalid-rate INVALID_RATE` (and
-    `kvcmp gen` with the same options) runs as its case INDEX.  stage and
-    family are comma-separated name prefixes or lists ("v4.compress",
-    "v41.rope_quant_insert", "v4.compress/d512/r4"; None = all), invalid_rate
-    is per mille.  Returns None for a multi-step history variant."""
+    --stage STAGE --family FAMILY --invalid-rate INVALID_RATE
+    --geometry-pool GEOMETRY_POOL` (and `kvcmp gen` with the same options)
+    runs as its case INDEX.  stage and family are comma-separated name
+    prefixes or lists ("v4.compress", "v41.rope_quant_insert",
+    "v4.compress/d512/r4"; None = all), invalid_rate is per mille.  A
+    campaign of a Python candidate draws its page geometries from a pool
+    of 4 unless told otherwise: its case INDEX is this one with
+    geometry_pool=4.  Returns None for a multi-step history variant."""
     stages = _join(stage)
     families = _join(family)
     info = _lib.GenInfo()
     err = _lib.error_buffer()
-    h = lib.kvc_ffi_generate(int(seed), int(index), stages.encode(), families.encode(), int(invalid_rate),
-                             ctypes.byref(info), err, len(err))
+    h = lib.kvc_ffi_generate_pooled(int(seed), int(index), stages.encode(), families.encode(), int(invalid_rate),
+                                    int(geometry_pool), ctypes.byref(info), err, len(err))
     if not h:
         if info.history:
             return None
