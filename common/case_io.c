@@ -243,14 +243,23 @@ static int make_dirs(const char *dir) {
     return 0;
 }
 
+/* The stages that take eps (an RMSNorm), and those that write kv_cache
+ * (and so have a cache_dtype): a case of another stage is written
+ * without that param, as the stage-call table lists it. */
+static int stage_has_eps(kvc_stage s) {
+    return s == KVC_STAGE_V4_COMPRESS || s == KVC_STAGE_V4_FORWARD || s == KVC_STAGE_V41_SAVE_COMPRESS_NORM || s == KVC_STAGE_V41_FORWARD;
+}
+
+static int stage_has_cache_dtype(kvc_stage s) { return s != KVC_STAGE_V4_SAVE_PARTIAL_STATES && s != KVC_STAGE_V41_SAVE_COMPRESS_NORM; }
+
 static int write_case_json(const char *dir, const kvc_case *c, char *error, size_t error_size) {
     cJSON *root = cJSON_CreateObject(), *params = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "format", "dsv4c-case/1");
     cJSON_AddStringToObject(root, "stage", kvc_stage_name(c->stage));
     cJSON_AddNumberToObject(params, "compress_ratio", c->compress_ratio);
     cJSON_AddNumberToObject(params, "head_dim", c->head_dim);
-    add_eps(params, c->eps);
-    if (c->has_cache_dtype) cJSON_AddStringToObject(params, "cache_dtype", kvc_cache_dtype_name(c->cache_dtype));
+    if (stage_has_eps(c->stage)) add_eps(params, c->eps);
+    if (c->has_cache_dtype && stage_has_cache_dtype(c->stage)) cJSON_AddStringToObject(params, "cache_dtype", kvc_cache_dtype_name(c->cache_dtype));
     cJSON_AddItemToObject(root, "params", params);
     cJSON_AddStringToObject(root, "source", c->source);
     if (c->meta_json) {

@@ -19,9 +19,10 @@ def kvcmp_options(command):
 
 
 def check_run(path, job, text):
-    # build/kvcmp in kvcmp's own checkout, .../bin/kvcmp" in action.yml.
+    # build/kvcmp in kvcmp's own checkout, kvcmp from PATH in action.yml.
     text = text.replace("\\\n", " ")   # a command continued on the next line
-    for line in re.findall(r"(?:build/kvcmp|/bin/kvcmp\") ((?:report )?[a-z]+)([^\n]*)", text):
+    commands = r"(?:report [a-z]+|fuzz|replay|gen|merge|bench|report)"
+    for line in re.findall(r"(?:build/kvcmp|/bin/kvcmp\"|(?<![\w/.-])kvcmp) (%s)([^\n]*)" % commands, text):
         command, rest = line
         known = kvcmp_options(command)
         for option in re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", rest):

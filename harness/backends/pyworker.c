@@ -436,6 +436,7 @@ static int py_v4_compress(const kvc_v4_compress_args *a, kvc_error *err) {
     param(&c, "compress_ratio", a->compress_ratio);
     param(&c, "head_dim", a->head_dim);
     param_float(&c, "eps", a->eps);
+    cJSON_AddStringToObject(c.params, "cache_dtype", a->head_dim == 128 ? "fp8_indexer" : "fp8_ds_mla");
     add_paged(&c, "state_cache", "<f4", 4, &a->state_cache, 0);
     add(&c, "block_table", "<i4", 4, a->block_table, 0, 2, a->num_requests, a->max_blocks);
     add(&c, "token_to_req", "<i4", 4, a->token_to_req, 0, 1, T, 0);

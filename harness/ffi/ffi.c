@@ -73,7 +73,13 @@ void kvc_ffi_case_params(const kvc_ffi_case *h, int32_t *compress_ratio, int32_t
     *compress_ratio = h->c.compress_ratio;
     *head_dim = h->c.head_dim;
     *eps = h->c.eps;
-    *cache_dtype = h->c.has_cache_dtype ? kvc_cache_dtype_name(h->c.cache_dtype) : "";
+    /* The one a V4 or quant-insert case without it gets (its head_dim's),
+     * as a stage call carries it; the save stages have none. */
+    kvc_stage s = h->c.stage;
+    int implied = s == KVC_STAGE_V4_COMPRESS || s == KVC_STAGE_V4_FORWARD || s == KVC_STAGE_V41_ROPE_QUANT_INSERT || s == KVC_STAGE_V41_FORWARD;
+    if (s == KVC_STAGE_V4_SAVE_PARTIAL_STATES || s == KVC_STAGE_V41_SAVE_COMPRESS_NORM) *cache_dtype = "";
+    else if (h->c.has_cache_dtype) *cache_dtype = kvc_cache_dtype_name(h->c.cache_dtype);
+    else *cache_dtype = implied ? kvc_cache_dtype_name(h->c.head_dim == 128 ? KVC_CACHE_FP8_INDEXER : KVC_CACHE_FP8_DS_MLA) : "";
 }
 
 const char *kvc_ffi_case_source(const kvc_ffi_case *h) { return h->c.source; }
@@ -149,7 +155,14 @@ const char *kvc_ffi_output_names(const kvc_ffi_case *h) {
 
 kvc_ffi_case *kvc_ffi_generate(uint64_t seed, int64_t index, const char *variants, const char *families, int invalid_per_mille,
                                kvc_ffi_gen_info *info, char *error, size_t error_size) {
-    kvc_gen_config config = {.seed = seed, .invalid_per_mille = invalid_per_mille < 0 ? KVC_GEN_DEFAULT_INVALID_PER_MILLE : invalid_per_mille};
+    return kvc_ffi_generate_pooled(seed, index, variants, families, invalid_per_mille, 0, info, error, error_size);
+}
+
+kvc_ffi_case *kvc_ffi_generate_pooled(uint64_t seed, int64_t index, const char *variants, const char *families,
+                                      int invalid_per_mille, int geometry_pool, kvc_ffi_gen_info *info, char *error,
+                                      size_t error_size) {
+    kvc_gen_config config = {.seed = seed, .invalid_per_mille = invalid_per_mille < 0 ? KVC_GEN_DEFAULT_INVALID_PER_MILLE : invalid_per_mille,
+                             .geometry_pool = geometry_pool > 0 ? geometry_pool : 0};
     char bad[128];
     memset(info, 0, sizeof *info);
     if (variants && variants[0] && !(config.variant_mask = kvc_variant_mask(variants, bad, sizeof bad))) {

@@ -1535,7 +1535,7 @@ static int resolve_options(const kvc_campaign_options *in, fuzz_options *o) {
         fprintf(stderr, "kvcmp fuzz: max_failures and max_per_signature must be at least 1\n");
         return 2;
     }
-    if (o->stage_list) {
+    if (o->stage_list && strcmp(o->stage_list, "offered") != 0) {   /* "offered": set once the candidate is loaded */
         char bad[128];
         o->variant_mask = kvc_variant_mask(o->stage_list, bad, sizeof bad);
         if (!o->variant_mask) { fprintf(stderr, "kvcmp fuzz: --stage item '%s' matches no variant (kvcmp fuzz --list names them)\n", bad); return 2; }
@@ -1722,6 +1722,7 @@ int kvc_campaign_run(const kvc_campaign_options *options, kvc_campaign_summary *
                         "FUNCTION.stages; a plug-in fills its kvcmp_plugin table)\n", label);
         rc = 2;
     }
+    if (!rc && o.stage_list && strcmp(o.stage_list, "offered") == 0) o.variant_mask = kvc_backend_variant_mask(candidate);
     if (!rc) {
         if (o.only >= 0) { o.jobs = 1; o.max_failures = 1; }
         rc = run_campaign(&o, candidate, label, started, summary);

@@ -573,7 +573,12 @@ static void gen_v4(gen *g) {
     int64_t *pool = malloc((size_t)num_pages * sizeof *pool);
     for (int64_t i = 0; i < num_pages; i++) pool[i] = i;
     shuffle(g->r, pool, num_pages);
-    int32_t *table = tensor(g, "block_table", KVC_DT_I4, 2, g->num_requests, max_blocks, 0);
+    /* The save maps tokens through slot_mapping alone: its case carries no
+     * block table (the stage-call table, docs/candidates.md), the slots
+     * still come from one. */
+    int save = g->stage == KVC_STAGE_V4_SAVE_PARTIAL_STATES;
+    int32_t *table = save ? malloc((size_t)(g->num_requests * max_blocks) * sizeof *table)
+                          : tensor(g, "block_table", KVC_DT_I4, 2, g->num_requests, max_blocks, 0);
     int64_t next = 0;
     for (int q = 0; q < g->num_requests; q++)
         for (int64_t col = 0; col < max_blocks; col++)
@@ -585,6 +590,7 @@ static void gen_v4(gen *g) {
         int q = g->req[t];
         g->slot[t] = kvc_rng_chance(g->r, 1, 14) ? -1 : (int64_t)table[q * max_blocks + g->pos[t] / bs] * bs + g->pos[t] % bs;
     }
+    if (save) free(table);
     append_padding(g);
     put_positions(g);
     float *state = tensor(g, "state_cache", KVC_DT_F4, 3, num_pages, bs, 2 * width);

@@ -33,11 +33,12 @@ typedef struct {
 static void usage(FILE *out) {
     fprintf(out,
             "usage: kvcmp gen --seed S (--cases N | --seconds T) --out DIR [--stage LIST] [--family LIST]\n"
-            "                 [--invalid-rate PER_MILLE] [--shard I/N]\n"
+            "                 [--invalid-rate PER_MILLE] [--geometry-pool N] [--shard I/N]\n"
             "  Writes the fuzzer's cases 0..N-1 of seed S (those of shard I of N) as case directories\n"
             "  DIR/fuzz-sS-cI-VARIANT with the reference's outputs as NAME.out.npy; a case the reference\n"
             "  rejects has no .out files (it must be rejected). Case I is the case `kvcmp fuzz --seed S`\n"
-            "  runs as case I with the same --stage, --family and --invalid-rate (default %d per mille).\n"
+            "  runs as case I with the same --stage, --family, --invalid-rate (default %d per mille) and\n"
+            "  --geometry-pool (default 0; a campaign of a py: candidate uses 4).\n"
             "  Multi-step history variants are skipped (kvcmp fuzz runs them). See kvcmp fuzz --list.\n"
             "  Each case is written aside and renamed into place; an existing case directory of the same\n"
             "  name is replaced whole (no file of the old case stays), anything else there is refused.\n",
@@ -52,6 +53,7 @@ static int parse_options(int argc, char **argv, gen_options *o) {
         {"cases", KVC_OPT_INT64, .target = &o->cases, .min = 0, .max = INT64_MAX, .given = &cases_given},
         {"seconds", KVC_OPT_DOUBLE, .target = &o->seconds, .low = 0.001, .high = 1e7, .given = &seconds_given},
         {"invalid-rate", KVC_OPT_INT, .target = &o->gen.invalid_per_mille, .min = 0, .max = 1000},
+        {"geometry-pool", KVC_OPT_INT, .target = &o->gen.geometry_pool, .min = 0, .max = 64},
         {"stage", KVC_OPT_STRING, .target = &o->stage_list},
         {"family", KVC_OPT_STRING, .target = &o->family_list},
         {"shard", KVC_OPT_CUSTOM, .target = shard, .parse = kvc_option_shard},

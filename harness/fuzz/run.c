@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kvcmp/generate.h"
 #include "kvcmp/validate.h"
 #include "optimized/optimized.h"
 #include "harness/fuzz/permute.h"
@@ -23,6 +24,17 @@ int kvc_backend_has_stage(const kvc_backend *b, const kvc_case *c) {
     case KVC_STAGE_V41_FORWARD: return b->v41_save_compress_norm && b->v41_rope_quant_insert;
     default: return 0;
     }
+}
+
+uint64_t kvc_backend_variant_mask(const kvc_backend *b) {
+    uint64_t mask = 0;
+    for (int v = 0; v < kvc_variant_count(); v++) {
+        const kvc_variant_info *info = kvc_variant(v);
+        kvc_case c = {.stage = info->stage >= 0 ? (kvc_stage)info->stage
+                               : info->head_dim ? KVC_STAGE_V41_FORWARD : KVC_STAGE_V4_FORWARD};   /* history.v41, history.v4 */
+        if (kvc_backend_has_stage(b, &c)) mask |= UINT64_C(1) << v;
+    }
+    return mask;
 }
 
 int kvc_backend_offers_any(const kvc_backend *b) {

@@ -63,6 +63,9 @@ typedef struct {
 int kvc_backend_offers_any(const kvc_backend *backend);
 /* 1 when the backend implements the stage(s) of the case. */
 int kvc_backend_has_stage(const kvc_backend *backend, const kvc_case *c);
+/* The generator variants whose cases the backend runs (a history's steps
+ * are forwards): `kvcmp fuzz --stage offered`. */
+uint64_t kvc_backend_variant_mask(const kvc_backend *backend);
 /* salt picks the padding, the canary and whether the metamorphic checks
  * run, so a case index reproduces the same check. */
 kvc_fuzz_outcome kvc_fuzz_check_case(const kvc_fuzz_target *target, const kvc_case *c, uint64_t salt, kvc_fuzz_verdict *verdict);

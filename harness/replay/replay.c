@@ -482,7 +482,7 @@ static void usage(FILE *out) {
     fprintf(out,
             "usage: kvcmp replay [--impl ref|opt|LIB.so|py:FILE.py:FUNCTION] [--policy exact|vllm] [--page-padding BYTES]\n"
             "                    [--stage LIST] [--timeout SECONDS] [--rss-limit-mb MB] [--junit FILE] [--skip LIST] [--quiet]\n"
-            "                    [--conformance] PATH...\n"
+            "                    [--python PATH] [--conformance] PATH...\n"
             "       kvcmp replay (--outputs DIR | --outputs-in-case) [--policy exact|vllm] [--junit FILE] [--quiet] PATH...\n"
             "  PATH is a case directory (with case.json) or a tree of them; options may also follow\n"
             "  the paths, and every argument after -- is a path.  --conformance adds the conformance\n"
@@ -508,6 +508,8 @@ static void usage(FILE *out) {
             "  --impl LIB.so runs each case in a process of its own: a crash is that case's FAIL line\n"
             "  and the tree goes on; a case past --timeout (default %g s) or --rss-limit-mb (default\n"
             "  %d) is stopped and fails as timeout or memory.\n"
+            "  --python PATH: the interpreter of a py: implementation's worker (else $KVCMP_PYTHON, else\n"
+            "  python3); it needs numpy and the kvcmp package.\n"
             "  Exit status: 0 every case passed, 1 a failure (or an entry that is not a case), 2 bad\n"
             "  options or a JUnit file not written, 4 no case compared (all skipped).\n",
             KVC_DEFAULT_TIMEOUT_SECONDS, KVC_DEFAULT_RSS_LIMIT_MB);
@@ -568,7 +570,7 @@ static int conformance_dir(char *out, size_t size) {
 int kvc_cmd_replay(int argc, char **argv) {
     kvc_replay_options options = {.impl_name = "ref", .policy = KVC_POLICY_EXACT, .timeout_seconds = KVC_DEFAULT_TIMEOUT_SECONDS,
                                   .rss_limit_mb = KVC_DEFAULT_RSS_LIMIT_MB};
-    const char *stage_list = NULL;
+    const char *stage_list = NULL, *python = NULL;
     int conformance = 0;
     const kvc_option table[] = {
         {"impl", KVC_OPT_STRING, .target = &options.impl_name},
@@ -583,6 +585,7 @@ int kvc_cmd_replay(int argc, char **argv) {
         {"timeout", KVC_OPT_DOUBLE, .target = &options.timeout_seconds, .low = 0.001, .high = 1e7},
         {"rss-limit-mb", KVC_OPT_INT64, .target = &options.rss_limit_mb, .min = 1, .max = INT64_C(1) << 30},
         {"skip", KVC_OPT_STRING, .target = &options.skip_list},
+        {"python", KVC_OPT_STRING, .target = &python},
         {NULL},
     };
     const kvc_command_line line = {"replay", table, usage, -1};
@@ -592,6 +595,7 @@ int kvc_cmd_replay(int argc, char **argv) {
     char *paths[argc + 1];
     int num_paths = 0, status = kvc_parse_command_line(&line, argc, argv, paths, &num_paths);
     if (status) return status == KVC_OPTIONS_HELP ? 0 : status;
+    if (python) kvc_pyworker_set_python(python);
     char conformance_path[PATH_MAX + 64];
     if (conformance) {
         if (conformance_dir(conformance_path, sizeof conformance_path))

@@ -14,6 +14,7 @@
 #include "harness/report/oracle.h"
 #include "harness/report/svg.h"
 #include "harness/report/run_info.h"
+#include "harness/options/options.h"
 
 /* Each report file is written aside and renamed into place
  * (common/atomic_file.h): a full disk leaves the old report, not a
@@ -152,8 +153,8 @@ static void precision_markdown(FILE *f, const kvc_precision_report *r, const cha
                     s->max, kvc_stats_mean(s), p999(s), (long long)s->nonfinite_mismatch, s->worst_where);
         }
         if (v->num_worst)
-            fprintf(f, "\nWorst cases (replay: `build/kvcmp replay --impl %s DIR`; the expected tensors are %s own outputs):\n\n",
-                    r->stored_only ? r->impl_name : "ref", r->stored_only ? "the candidate's" : "the reference's");
+            fprintf(f, "\nWorst cases (replay: `%s replay --impl %s DIR`; the expected tensors are %s own outputs):\n\n",
+                    kvc_invocation(), r->stored_only ? r->impl_name : "ref", r->stored_only ? "the candidate's" : "the reference's");
         for (int w = 0; w < v->num_worst; w++)
             fprintf(f, "- `%s` — %s\n", v->worst[w].saved_dir[0] ? v->worst[w].saved_dir : "(not saved)", v->worst[w].description);
     }
@@ -264,7 +265,9 @@ static void precision_html(FILE *f, const kvc_precision_report *r, const char *w
         precision_histograms(f, v);
         if (v->num_worst) fputs("<h3>Worst cases</h3><ul>\n", f);
         for (int w = 0; w < v->num_worst; w++) {
-            fputs("<li><code>build/kvcmp replay --impl ", f);
+            fputs("<li><code>", f);
+            kvc_html_text(f, kvc_invocation());
+            fputs(" replay --impl ", f);
             kvc_html_text(f, r->stored_only ? r->impl_name : "ref");
             fputc(' ', f);
             kvc_html_text(f, v->worst[w].saved_dir);
@@ -376,7 +379,7 @@ static void parity_markdown(FILE *f, const kvc_parity_report *r, const char *whe
             format_fraction(text, sizeof text, g->identical[shown[k]], g->elements[shown[k]]);
             fprintf(f, " | %s", text);
         }
-        if (g->first_differing[0]) fprintf(f, " | `build/kvcmp replay --impl ref --policy exact %s` |\n", g->first_differing);
+        if (g->first_differing[0]) fprintf(f, " | `%s replay --impl ref --policy exact %s` |\n", kvc_invocation(), g->first_differing);
         else fprintf(f, " | - |\n");
     }
     fprintf(f, "\nRegion columns: identical elements among the rows where the two sides differ at all (\"-\": no such row).\n");
@@ -386,9 +389,9 @@ static void parity_markdown(FILE *f, const kvc_parity_report *r, const char *whe
     for (int i = 0; i < r->num_groups; i++)
         for (int c = 0; c < KVC_CAUSE_COUNT; c++)
             if (r->groups[i].causes[c])
-                fprintf(f, "| %s | %s | %s (`%s`) | %lld | %s | `build/kvcmp replay --impl ref --policy exact %s` |\n", r->groups[i].source,
+                fprintf(f, "| %s | %s | %s (`%s`) | %lld | %s | `%s replay --impl ref --policy exact %s` |\n", r->groups[i].source,
                         r->groups[i].stage, kvc_parity_cause_name(c), kvc_cause_slug(c), (long long)r->groups[i].causes[c],
-                        r->groups[i].example[c], r->groups[i].example_dir[c]);
+                        r->groups[i].example[c], kvc_invocation(), r->groups[i].example_dir[c]);
     fprintf(f, "\n## Diagnosis\n\nThe deviations of the catalogue (include/kvcmp/deviations.h) whose outputs equal the upstream "
                "bytes of a differing case exactly, alone or composed (a+b+c: up to 4 at once); a case may fit several.\n\n"
                "| source | stage | explained by | cases |\n|---|---|---|---:|\n");
@@ -432,7 +435,9 @@ static void parity_group_plots(FILE *f, const kvc_parity_group *g) {
         fprintf(f, "<tr><td>%s (<code>%s</code>)</td><td>%lld</td><td style=\"text-align:left\">", kvc_parity_cause_name(c), kvc_cause_slug(c),
                 (long long)g->causes[c]);
         kvc_html_text(f, g->example[c]);
-        fputs("</td><td style=\"text-align:left\"><code>build/kvcmp replay --impl ref --policy exact ", f);
+        fputs("</td><td style=\"text-align:left\"><code>", f);
+        kvc_html_text(f, kvc_invocation());
+        fputs(" replay --impl ref --policy exact ", f);
         kvc_html_text(f, g->example_dir[c]);
         fputs("</code></td></tr>\n", f);
     }
@@ -525,8 +530,10 @@ static void parity_html(FILE *f, const kvc_parity_report *r, const char *when) {
         const kvc_parity_group *g = &r->groups[i];
         if (g->cases_identical == g->cases) continue;
         fprintf(f, "<h2>%s — %s</h2>\n<p class=\"note\">%d of %d cases differ; %lld of %lld bytes identical. First differing case: "
-                   "<code>build/kvcmp replay --impl ref --policy exact ", g->source, g->stage,
+                   "<code>", g->source, g->stage,
                 g->cases - g->cases_identical, g->cases, (long long)g->bytes_identical, (long long)g->bytes);
+        kvc_html_text(f, kvc_invocation());
+        fputs(" replay --impl ref --policy exact ", f);
         kvc_html_text(f, g->first_differing);
         fputs("</code></p>\n", f);
         parity_group_plots(f, g);
@@ -581,8 +588,8 @@ static cJSON *parity_json(const kvc_parity_report *r, const char *when) {
         cJSON *by_slug = cJSON_AddArrayToObject(o, "cause_list");
         for (int c = 0; c < KVC_CAUSE_COUNT; c++) {
             if (!g->causes[c]) continue;
-            char repro[400];
-            snprintf(repro, sizeof repro, "build/kvcmp replay --impl ref --policy exact %s", g->example_dir[c]);
+            char repro[1200];
+            snprintf(repro, sizeof repro, "%s replay --impl ref --policy exact %s", kvc_invocation(), g->example_dir[c]);
             cJSON *item = cJSON_CreateObject();
             cJSON_AddStringToObject(item, "cause", kvc_cause_slug(c));
             cJSON_AddStringToObject(item, "name", kvc_parity_cause_name(c));

@@ -45,7 +45,10 @@ kvc_ffi_case *kvc_ffi_case_load(const char *dir, char *error, size_t error_size)
 int kvc_ffi_case_save(const kvc_ffi_case *c, const char *dir, char *error, size_t error_size);
 void kvc_ffi_case_free(kvc_ffi_case *c);
 
-/* The stage name; the params (cache_dtype "" when the case has none). */
+/* The stage name; the params: cache_dtype is the one the case runs with
+ * (its head_dim's when a V4 or quant-insert case names none), "" for the
+ * save stages and a plain insert without one; eps is the case's even for
+ * a stage that takes none. */
 const char *kvc_ffi_case_stage(const kvc_ffi_case *c);
 void kvc_ffi_case_params(const kvc_ffi_case *c, int32_t *compress_ratio, int32_t *head_dim, float *eps, const char **cache_dtype);
 /* case.json "source" and "meta" (JSON text, "" when absent). */
@@ -88,6 +91,12 @@ typedef struct {
  * and no error. */
 kvc_ffi_case *kvc_ffi_generate(uint64_t seed, int64_t index, const char *variants, const char *families, int invalid_per_mille,
                                kvc_ffi_gen_info *info, char *error, size_t error_size);
+/* The same with --geometry-pool N: a campaign of a py: candidate draws its
+ * page geometries from 4 fixed per seed unless told otherwise, and its
+ * case `index` is this one with geometry_pool = 4. */
+kvc_ffi_case *kvc_ffi_generate_pooled(uint64_t seed, int64_t index, const char *variants, const char *families,
+                                      int invalid_per_mille, int geometry_pool, kvc_ffi_gen_info *info, char *error,
+                                      size_t error_size);
 
 /* ---- the reference and the comparison ----------------------------- */
 

@@ -42,8 +42,9 @@ A candidate says which stages it offers with a ``stages`` attribute
 (``candidate.stages = ["v4.compress"]``); without one it offers all.
 
 libkvcmp.so is found at $KVCMP_LIB, beside this package (a wheel carries
-it), at build/libkvcmp.so of the checkout holding this package, or
-through the dynamic linker (make install).
+it), at build/libkvcmp.so of the checkout holding this package, at
+PREFIX/lib of the prefix ``make install`` put it in, or through the
+dynamic linker.
 """
 from ._lib import Error
 from .bf16 import bf16_to_f32, bf16_to_torch, f32_to_bf16, torch_to_bf16

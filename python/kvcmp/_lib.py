@@ -2,14 +2,16 @@
 
 The library is found, in order, at $KVCMP_LIB, beside this file (a wheel
 built by ``make wheel`` carries it), at build/libkvcmp.so of the checkout
-this package lives in (python/kvcmp/../../build), and through the dynamic
-linker (an installed libkvcmp.so.1, ``make install``).
+this package lives in (python/kvcmp/../../build), at PREFIX/lib of the
+prefix ``make install PREFIX=...`` put this package in
+(PREFIX/share/kvcmp/python/kvcmp), and through the dynamic linker.
 """
 import ctypes
 import ctypes.util
 import os
 
 ABI_VERSION = 1
+SOVERSION = 1   # the Makefile's KVCMP_SOVERSION: make install's libkvcmp.so.1
 REGIONS = 8  # KVC_FFI_REGIONS
 
 # .npy dtype codes of kvcmp/npy.h, and their numpy names.
@@ -61,6 +63,9 @@ def _candidates():
     here = os.path.dirname(os.path.abspath(__file__))
     yield os.path.join(here, "libkvcmp.so")
     yield os.path.join(here, "..", "..", "build", "libkvcmp.so")
+    parts = here.split(os.sep)
+    if parts[-4:] == ["share", "kvcmp", "python", "kvcmp"]:   # an installed prefix
+        yield os.sep.join(parts[:-4] + ["lib", "libkvcmp.so.%d" % SOVERSION])
     found = ctypes.util.find_library("kvcmp")
     if found:
         yield found
@@ -103,6 +108,7 @@ def _declare(lib):
         "kvc_ffi_tensor_put": (I, [P, S, I, I, ctypes.POINTER(I64), P, I64] + E),
         "kvc_ffi_output_names": (S, [P]),
         "kvc_ffi_generate": (P, [ctypes.c_uint64, I64, S, S, I, ctypes.POINTER(GenInfo)] + E),
+        "kvc_ffi_generate_pooled": (P, [ctypes.c_uint64, I64, S, S, I, I, ctypes.POINTER(GenInfo)] + E),
         "kvc_ffi_reference": (I, [P, ctypes.POINTER(P)] + E),
         "kvc_ffi_report_size": (ctypes.c_size_t, []),
         "kvc_ffi_region_count": (I, []),

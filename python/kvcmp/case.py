@@ -17,6 +17,10 @@ _NUMPY_DTYPES = [np.dtype("<f4"), np.dtype("<i8"), np.dtype("<i4"), np.dtype("<u
 _ALIASES = {np.dtype("<i2"): np.dtype("<u2"), np.dtype("i1"): np.dtype("u1")}
 
 PAGED_TENSORS = ("state_cache", "kv_cache")
+# The stages whose params hold eps (an RMSNorm); the others' params have
+# none, as their stage calls and case.json files have none
+# (docs/candidates.md, the stage-call table).
+EPS_STAGES = ("v4.compress", "v4.forward", "v41.save_compress_norm", "v41.forward")
 
 
 class Rejected(Exception):
@@ -169,7 +173,10 @@ def _case_from_handle(h, path=None, info=None):
     """A Case holding copies of a handle's tensors (the handle may be borrowed)."""
     ratio, head_dim, eps, dtype = ctypes.c_int32(), ctypes.c_int32(), ctypes.c_float(), ctypes.c_char_p()
     lib.kvc_ffi_case_params(h, ctypes.byref(ratio), ctypes.byref(head_dim), ctypes.byref(eps), ctypes.byref(dtype))
-    params = {"compress_ratio": ratio.value, "head_dim": head_dim.value, "eps": float(np.float32(eps.value))}
+    stage = lib.kvc_ffi_case_stage(h).decode()
+    params = {"compress_ratio": ratio.value, "head_dim": head_dim.value}
+    if stage in EPS_STAGES:
+        params["eps"] = float(np.float32(eps.value))
     if dtype.value:
         params["cache_dtype"] = dtype.value.decode()
     tensors = {}
@@ -186,7 +193,7 @@ def _case_from_handle(h, path=None, info=None):
             array = np.zeros(dims, dtype=_NUMPY_DTYPES[code.value])
         tensors[name.decode()] = array
     meta = lib.kvc_ffi_case_meta(h).decode()
-    case = Case(lib.kvc_ffi_case_stage(h).decode(), params, tensors, lib.kvc_ffi_case_source(h).decode(),
+    case = Case(stage, params, tensors, lib.kvc_ffi_case_source(h).decode(),
                 json.loads(meta) if meta else None, path, info)
     return case
 
@@ -220,19 +227,22 @@ def save_case(directory, stage, params=None, tensors=None, source="python", meta
     return saved
 
 
-def generate(stage=None, seed=1, index=0, family=None, invalid_rate=0):
+def generate(stage=None, seed=1, index=0, family=None, invalid_rate=0, geometry_pool=0):
     """Case `index` of seed `seed`: the case `kvcmp fuzz --seed SEED
-    --stage STAGE --family FAMILY --invalid-rate INVALID_RATE` (and
-    `kvcmp gen` with the same options) runs as its case INDEX.  stage and
-    family are comma-separated name prefixes or lists ("v4.compress",
-    "v41.rope_quant_insert", "v4.compress/d512/r4"; None = all), invalid_rate
-    is per mille.  Returns None for a multi-step history variant."""
+    --stage STAGE --family FAMILY --invalid-rate INVALID_RATE
+    --geometry-pool GEOMETRY_POOL` (and `kvcmp gen` with the same options)
+    runs as its case INDEX.  stage and family are comma-separated name
+    prefixes or lists ("v4.compress", "v41.rope_quant_insert",
+    "v4.compress/d512/r4"; None = all), invalid_rate is per mille.  A
+    campaign of a Python candidate draws its page geometries from a pool
+    of 4 unless told otherwise: its case INDEX is this one with
+    geometry_pool=4.  Returns None for a multi-step history variant."""
     stages = _join(stage)
     families = _join(family)
     info = _lib.GenInfo()
     err = _lib.error_buffer()
-    h = lib.kvc_ffi_generate(int(seed), int(index), stages.encode(), families.encode(), int(invalid_rate),
-                             ctypes.byref(info), err, len(err))
+    h = lib.kvc_ffi_generate_pooled(int(seed), int(index), stages.encode(), families.encode(), int(invalid_rate),
+                                    int(geometry_pool), ctypes.byref(info), err, len(err))
     if not h:
         if info.history:
             return None

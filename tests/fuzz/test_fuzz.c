@@ -142,6 +142,23 @@ Test(fuzz, missing_stages_are_skipped) {
     }
 }
 
+/* --stage offered: the variants of the stages a backend offers, a
+ * history where its forward's two stages are there. */
+Test(fuzz, offered_variants_are_those_of_the_stages_offered) {
+    char bad[64];
+    kvc_backend save_only = {.name = "save", .v4_save_partial_states = kvc_reference_backend.v4_save_partial_states};
+    cr_expect_eq(kvc_backend_variant_mask(&save_only), kvc_variant_mask("v4.save_partial_states", bad, sizeof bad));
+    kvc_backend v41 = {.name = "v41", .v41_save_compress_norm = kvc_reference_backend.v41_save_compress_norm,
+                       .v41_rope_quant_insert = kvc_reference_backend.v41_rope_quant_insert};
+    cr_expect_eq(kvc_backend_variant_mask(&v41),
+                 kvc_variant_mask("v41.save_compress_norm,v41.rope_quant_insert,v41.forward,history.v41", bad, sizeof bad));
+    kvc_backend plain = {.name = "plain", .v41_rope_plain_insert = kvc_reference_backend.v41_rope_plain_insert};
+    cr_expect_eq(kvc_backend_variant_mask(&plain), kvc_variant_mask("v41.rope_plain_insert", bad, sizeof bad));
+    uint64_t every = kvc_variant_mask("v4,v41,history", bad, sizeof bad);
+    cr_expect_eq(kvc_backend_variant_mask(&kvc_reference_backend), every);
+    cr_expect_eq(every, (UINT64_C(1) << kvc_variant_count()) - 1);
+}
+
 /* Shrinking keeps the failure and drops the rest: here the "failure" is
  * a token at the batch's largest position. */
 static int64_t largest_position(const kvc_case *c) {

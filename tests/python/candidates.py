@@ -72,3 +72,11 @@ def raises_with_terminal_codes(case):
 
 def rejects_everything(case):
     raise kvcmp.Rejected("planted refusal")
+
+
+def quant_insert_only(case):
+    """Correct, offering v41.rope_quant_insert alone."""
+    return kvcmp.reference(case)
+
+
+quant_insert_only.stages = ["v41.rope_quant_insert"]
