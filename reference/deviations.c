@@ -86,7 +86,10 @@ void ref_deviant_window(const float **window_kv, const float **window_score, int
 
 int64_t ref_deviant_window_position(const kvc_v4_compress_args *a, int64_t req, int64_t q, int64_t p) {
     if (ref_deviates(KVC_DEV_WINDOW_LATE)) return q + 1 > p ? -1 : q + 1;
-    if (!ref_deviates(KVC_DEV_WINDOW_EARLY) || q - 1 < 0) return q;
+    if (!ref_deviates(KVC_DEV_WINDOW_EARLY)) return q;
+    /* The entry before position 0 does not exist: the shifted window has
+     * one entry fewer there (it never reads position 0 twice). */
+    if (q - 1 < 0) return -1;
     /* Position p - coff*R lies outside the validated window: read it only
      * when its block-table entry names a page of the state cache. */
     int64_t bs = a->state_cache.page_rows, column = (q - 1) / bs;

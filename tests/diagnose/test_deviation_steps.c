@@ -139,3 +139,24 @@ Test(deviation_steps, int32_positions_wrap_and_a_negative_one_is_out_of_range) {
     cr_expect_eq(save_one(wrapped, ((int64_t)1 << 31) + 6, deviant, &err), KVC_ERR_INDEX);
     cr_expect(strstr(err.message, "positions[0] = -2147483642") != NULL, "%s", err.message);
 }
+
+/* ---- window-starts-early: the window's entries one position earlier ------------ */
+
+Test(deviation_steps, an_early_window_has_no_entry_before_position_0) {
+    /* R = 4, coff 2: the contract's window of p = 3 is q = -4 .. 3 (entries
+     * 0 .. 3 valid); shifted one row early it is q = -5 .. 2: position 0
+     * once, and no entry for the contract's q = 0. */
+    int32_t table[] = {0};
+    kvc_v4_compress_args a = {.compress_ratio = 4, .head_dim = 128, .state_cache = {.num_pages = 1, .page_rows = 8}, .block_table = table,
+                              .num_requests = 1, .max_blocks = 1};
+    activate("window-starts-early");
+    cr_expect_eq(ref_deviant_window_position(&a, 0, 0, 3), -1);
+    cr_expect_eq(ref_deviant_window_position(&a, 0, 1, 3), 0);
+    cr_expect_eq(ref_deviant_window_position(&a, 0, 3, 3), 2);
+    cr_expect_lt(ref_deviant_window_position(&a, 0, -2, 3), 0);
+    activate("window-starts-late");
+    cr_expect_eq(ref_deviant_window_position(&a, 0, 0, 3), 1);
+    cr_expect_eq(ref_deviant_window_position(&a, 0, 3, 3), -1);
+    deactivate();
+    cr_expect_eq(ref_deviant_window_position(&a, 0, 0, 3), 0);
+}
