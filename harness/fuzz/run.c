@@ -87,6 +87,7 @@ static int results_differ(const kvc_case *c, const kvc_run_result *a, const kvc_
     v->report = report;
     v->has_report = 1;
     kvc_output_cause_counts(c, report.first_tensor, a, b, v->causes);
+    kvc_locate_output(c, report.first_tensor, a, b, &v->locus);
     return 1;
 }
 
