@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "harness/compare/causes.h"
+#include "kvcmp/deviations.h"
 
 typedef struct {
     kvc_locus *l;
@@ -54,10 +55,47 @@ void kvc_locate_output(const kvc_case *c, const char *name, const kvc_run_result
     if (kvc_classify_output(c, name, ours, theirs, on_difference, &w)) l->cases = 1;
 }
 
+/* A candidate's exp may be a few ulps off, not one: the differences it
+ * writes may be this many times the probe's. */
+#define LAST_BIT_SPREAD 4
+
+/* The catalogue's last bits before step 7: exp, the softmax's order,
+ * the sum of squares' order, the inverse norm's rounding, the order of
+ * the norm's products. */
+static const char *const last_bits[] = {"exp-other-faithful", "softmax-reversed", "sumsq-reversed", "rsqrt-rounded-once",
+                                        "norm-weight-first"};
+
+void kvc_locus_probe(const kvc_case *c, const char *name, const kvc_run_result *contract, kvc_locus *l) {
+    kvc_run_options options = {.canary = 0xA5, .keep_outputs_on_error = 1};
+    memset(l->probe_steps, 0, sizeof l->probe_steps);
+    for (size_t k = 0; k < sizeof last_bits / sizeof *last_bits; k++) {
+        int set[1] = {kvc_deviation_find(last_bits[k])};
+        kvc_run_result moved;
+        memset(&moved, 0, sizeof moved);
+        kvc_deviation_run_case_set(set, 1, c, &options, &moved);
+        kvc_locus probe;
+        kvc_locate_output(c, name, contract, &moved, &probe);
+        for (int p = 0; p < KVC_PLACE_COUNT; p++)
+            if (probe.max_steps[p] > l->probe_steps[p]) l->probe_steps[p] = probe.max_steps[p];
+        kvc_run_result_free(&moved);
+    }
+}
+
+int kvc_locus_within_last_bit(const kvc_locus *l) {
+    if (l->nan_number || l->elements[KVC_PLACE_ROWS]) return 0;
+    for (int p = 0; p < KVC_PLACE_COUNT; p++) {
+        /* One step, or as far as an amplified last bit goes there. */
+        int64_t allowed = l->probe_steps[p] > 1 ? LAST_BIT_SPREAD * l->probe_steps[p] : 1;
+        if (l->elements[p] && l->max_steps[p] > allowed) return 0;
+    }
+    return 1;
+}
+
 void kvc_locus_add(kvc_locus *into, const kvc_locus *more) {
     for (int p = 0; p < KVC_PLACE_COUNT; p++) {
         into->elements[p] += more->elements[p];
         if (more->max_steps[p] > into->max_steps[p]) into->max_steps[p] = more->max_steps[p];
+        if (more->probe_steps[p] > into->probe_steps[p]) into->probe_steps[p] = more->probe_steps[p];
     }
     into->follows += more->follows;
     into->last_bit += more->last_bit;
@@ -140,6 +178,12 @@ void kvc_locus_text(const kvc_locus *l, const char *stage, char *out, size_t siz
                  {l->nan_number, "NaN against a number"}, {l->subnormal_flush, "subnormal flushed"}};
     for (size_t k = 0; k < sizeof kinds / sizeof *kinds && n < size; k++)
         if (kinds[k].count) n += (size_t)snprintf(out + n, size - n, "; %s x%lld", kinds[k].what, (long long)kinds[k].count);
+    int64_t moved = 0;
+    for (int p = 0; p < KVC_PLACE_COUNT; p++)
+        if (l->probe_steps[p] > moved) moved = l->probe_steps[p];
+    if (moved > 1 && n < size)
+        n += (size_t)snprintf(out + n, size - n, "; a last bit before step 7 moves the contract's own bytes up to %lld steps there (values "
+                              "that cancel)", (long long)moved);
     const char *origin = kvc_locus_origin(l, stage);
     if (origin[0] && n < size) snprintf(out + n, size - n, "; arises %s", origin);
 }

@@ -44,12 +44,31 @@ typedef struct {
     int64_t nan_bits;                     /* NaN against NaN of other bits */
     int64_t nan_number;                   /* NaN against a number */
     int64_t subnormal_flush;              /* zero where the contract keeps a subnormal */
+    int64_t probe_steps[KVC_PLACE_COUNT]; /* how far a last bit of exp moves the contract's own
+                                             bytes there (kvc_locus_probe), 0 when not probed */
     int cases;                            /* failures summed into it */
 } kvc_locus;
 
 /* The locus of the differences of output `name` of case c between the
  * contract's result and another (zeroed when the outputs agree). */
 void kvc_locate_output(const kvc_case *c, const char *name, const kvc_run_result *contract, const kvc_run_result *other, kvc_locus *l);
+
+/* How far the last bit of a value before step 7 moves this case's bytes:
+ * the contract's outputs with each of the catalogue's last bits there
+ * (exp the other faithful value, the softmax summed backwards, the sum
+ * of squares backwards, the inverse norm rounded once, the norm's
+ * products in the other order) against its own, the largest distance
+ * per place into l->probe_steps.  Where values cancel (a window's
+ * products, a rotation's two terms) one ulp moves the bytes after it by
+ * many steps. */
+void kvc_locus_probe(const kvc_case *c, const char *name, const kvc_run_result *contract, kvc_locus *l);
+
+/* Whether the differences are what a last bit before step 7 writes: no
+ * NaN against a number, no whole row, and in each place at most one step
+ * or, where the probe's one ulp moved the bytes more than one step, no
+ * more than a few times as far (a candidate's exp may be more than an
+ * ulp off). */
+int kvc_locus_within_last_bit(const kvc_locus *l);
 
 /* into += more (counts summed, largest distances kept). */
 void kvc_locus_add(kvc_locus *into, const kvc_locus *more);
