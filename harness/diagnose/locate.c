@@ -52,6 +52,7 @@ void kvc_locate_output(const kvc_case *c, const char *name, const kvc_run_result
         if (strcmp(other->outputs[i].name, name) == 0) theirs = &other->outputs[i].array;
     if (!ours || !theirs || ours->count != theirs->count || ours->dtype != theirs->dtype) return;
     locate_walk w = {.l = l, .indexer = c->cache_dtype == KVC_CACHE_FP8_INDEXER && strcmp(name, "kv_cache") == 0};
+    l->scale_covers_rope = w.indexer;
     if (kvc_classify_output(c, name, ours, theirs, on_difference, &w)) l->cases = 1;
 }
 
@@ -103,13 +104,19 @@ void kvc_locus_add(kvc_locus *into, const kvc_locus *more) {
     into->nan_bits += more->nan_bits;
     into->nan_number += more->nan_number;
     into->subnormal_flush += more->subnormal_flush;
+    into->scale_covers_rope |= more->scale_covers_rope;
     into->cases += more->cases;
 }
 
 static int has(const kvc_locus *l, kvc_place p) { return l->elements[p] > 0; }
 
+/* A NoPE dim differs, or a scale that covers NoPE dims only. */
+static int nope_differs(const kvc_locus *l) {
+    return has(l, KVC_PLACE_NOPE) || (has(l, KVC_PLACE_SCALE) && !l->scale_covers_rope);
+}
+
 const char *kvc_locus_dims(const kvc_locus *l) {
-    int rope = has(l, KVC_PLACE_ROPE), nope = has(l, KVC_PLACE_NOPE) || has(l, KVC_PLACE_SCALE);
+    int rope = has(l, KVC_PLACE_ROPE), nope = nope_differs(l) || (has(l, KVC_PLACE_SCALE) && !rope);
     if (rope && nope) return "NoPE and RoPE dims";
     if (rope) return "RoPE dims only";
     if (nope) return "NoPE dims or scales only";
@@ -121,7 +128,7 @@ const char *kvc_locus_dims(const kvc_locus *l) {
 static int stage_is(const char *stage, const char *name) { return stage && strcmp(stage, name) == 0; }
 
 const char *kvc_locus_origin(const kvc_locus *l, const char *stage) {
-    int rope = has(l, KVC_PLACE_ROPE), nope = has(l, KVC_PLACE_NOPE), scale = has(l, KVC_PLACE_SCALE);
+    int rope = has(l, KVC_PLACE_ROPE), nope = has(l, KVC_PLACE_NOPE), scale = has(l, KVC_PLACE_SCALE) && (!rope || !l->scale_covers_rope);
     if (has(l, KVC_PLACE_ROWS) && !rope && !nope && !scale && !has(l, KVC_PLACE_STATE) && !has(l, KVC_PLACE_LATENT))
         return "which rows the stage writes (the closing test, the slots)";
     if (stage_is(stage, "v4.compress") || stage_is(stage, "v4.forward")) {

@@ -46,6 +46,8 @@ typedef struct {
     int64_t subnormal_flush;              /* zero where the contract keeps a subnormal */
     int64_t probe_steps[KVC_PLACE_COUNT]; /* how far a last bit of exp moves the contract's own
                                              bytes there (kvc_locus_probe), 0 when not probed */
+    int scale_covers_rope;                /* an indexer row's one scale covers its RoPE dims too: a
+                                             scale that differs says nothing of the NoPE dims */
     int cases;                            /* failures summed into it */
 } kvc_locus;
 
