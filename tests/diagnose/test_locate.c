@@ -223,3 +223,42 @@ Test(locate, keys_say_where_values_differ_and_whether_the_input_was_valid) {
     cr_expect_str_eq(s.key, "v4.compress crash: signal 11 [on inputs the contract rejects]");
     kvc_case_free(&c);
 }
+
+/* Which step each stage's places point to (SPEC.md 4-5). */
+Test(locate, each_stage_names_the_step_its_places_point_to) {
+    static const kvc_locus nope = {.elements = {[KVC_PLACE_NOPE] = 1}}, rope = {.elements = {[KVC_PLACE_ROPE] = 1}},
+                    both = {.elements = {[KVC_PLACE_NOPE] = 1, [KVC_PLACE_ROPE] = 1}}, scale = {.elements = {[KVC_PLACE_SCALE] = 1}},
+                    latent = {.elements = {[KVC_PLACE_LATENT] = 1}}, state = {.elements = {[KVC_PLACE_STATE] = 1}},
+                    rows = {.elements = {[KVC_PLACE_ROWS] = 1}}, none = {.cases = 0};
+    static const struct {
+        const kvc_locus *l;
+        const char *stage, *says, *dims;
+    } cases[] = {
+        {&both, "v4.forward", "before step 7", "NoPE and RoPE dims"},
+        {&rope, "v4.compress", "step 7 (RoPE)", "RoPE dims only"},
+        {&scale, "v4.compress", "step 9's magnitude or exponent", "NoPE dims or scales only"},
+        {&nope, "v4.compress", "steps 8-9", "NoPE dims or scales only"},
+        {&latent, "v41.save_compress_norm", "in the latent", "latent"},
+        {&state, "v41.forward", "the ring store", "state rows"},
+        {&both, "v41.rope_quant_insert", "the latent row read", "NoPE and RoPE dims"},
+        {&rope, "v41.rope_quant_insert", "step 7 (RoPE) or its bf16 store", "RoPE dims only"},
+        {&scale, "v41.rope_quant_insert", "the block quantisation", "NoPE dims or scales only"},
+        {&nope, "v41.rope_plain_insert", "the store's rounding", "NoPE dims or scales only"},
+        {&rope, "v41.rope_plain_insert", "step 7 (RoPE) or the rounding after it", "RoPE dims only"},
+        {&state, "v4.save_partial_states", "the score + ape sum", "state rows"},
+        {&rows, "v4.compress", "which rows the stage writes", ""},
+        {&none, "v4.compress", "", ""},
+        {&latent, "v4.save_partial_states", "", "latent"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const char *origin = kvc_locus_origin(cases[i].l, cases[i].stage);
+        if (cases[i].says[0]) cr_expect(strstr(origin, cases[i].says) != NULL, "%s, case %zu: '%s'", cases[i].stage, i, origin);
+        else cr_expect_str_eq(origin, "", "%s, case %zu", cases[i].stage, i);
+        cr_expect_str_eq(kvc_locus_dims(cases[i].l), cases[i].dims, "case %zu", i);
+    }
+    char text[300];
+    kvc_locus_text(&none, "v4.compress", text, sizeof text);
+    cr_expect_str_eq(text, "");
+    kvc_locus_text(&rows, "v4.compress", text, sizeof text);
+    cr_expect_str_eq(text, "whole rows x1; arises which rows the stage writes (the closing test, the slots)");
+}
