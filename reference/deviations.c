@@ -45,11 +45,25 @@ static uint8_t fp8_truncated(float x) {
     return (uint8_t)(sign | (uint8_t)(e8 << 3) | (uint8_t)(kept - 8));
 }
 
+/* |x| lies exactly halfway between two fp8 magnitudes (up to 464, the
+ * tie between 448 and the missing 480) and rounding to even went
+ * towards zero: the even one is the smaller. */
+static int fp8_tie_rounded_down(float x) {
+    float m = fabsf(x);
+    if (!(m > 0.0f && m <= 464.0f)) return 0;
+    /* m in steps of the fp8 spacing at its binade (2^-9 below 2^-6): exact. */
+    float q = m < 0x1p-6f ? ldexpf(m, 9) : ldexpf(m, 3 - ilogbf(m)), whole = floorf(q);
+    return q - whole == 0.5f && fmodf(whole, 2.0f) == 0.0f;
+}
+
 uint8_t ref_deviant_fp8_code(float x) {
     if (ref_deviates(KVC_DEV_CLAMP_NAN_TO_MINUS_448)) x = fminf(fmaxf(x, -KVC_FP8_MAX), KVC_FP8_MAX);
     else if (ref_deviates(KVC_DEV_CLAMP_NAN_TO_PLUS_448)) x = fmaxf(fminf(x, KVC_FP8_MAX), -KVC_FP8_MAX);
     else if (!ref_deviates(KVC_DEV_FP8_NO_SATURATION)) x = kvc_clamp_fp8_range(x);
     uint8_t code = ref_deviates(KVC_DEV_FP8_TRUNCATION) ? fp8_truncated(x) : kvc_fp8_from_f32(x);
+    int away = ref_deviates(KVC_DEV_FP8_TIES_AWAY) || (ref_deviates(KVC_DEV_FP8_SUBNORMAL_TIES_AWAY) && fabsf(x) < 0x1p-6f);
+    /* The next magnitude up: codes are ordered by magnitude (0x7E + 1 is NaN: 480 does not exist). */
+    if (away && !ref_deviates(KVC_DEV_FP8_TRUNCATION) && fp8_tie_rounded_down(x)) code = (uint8_t)((code & 0x80u) | ((code & 0x7Fu) + 1u));
     if (ref_deviates(KVC_DEV_FP8_SUBNORMALS_FLUSHED) && fabsf(x) < 0x1p-6f) code &= 0x80u;
     if (ref_deviates(KVC_DEV_FP8_NEGATIVE_ZERO_FLUSHED) && code == 0x80u) code = 0;
     if (ref_deviates(KVC_DEV_FP8_NAN_SIGN_KEPT) && code == KVC_FP8_NAN && (kvc_f32_bits(x) >> 31)) code = 0xFFu;
@@ -59,7 +73,14 @@ uint8_t ref_deviant_fp8_code(float x) {
 float ref_deviant_exp(float x) {
     /* log2(e) as fp32; the product is rounded before exp2 (GPU ex2 style). */
     if (ref_deviates(KVC_DEV_EXP_VIA_EXP2)) return exp2f(x * 1.44269504f);
-    return kvc_expf_cr(x);
+    float nearest = kvc_expf_cr(x);
+    if (!ref_deviates(KVC_DEV_EXP_OTHER_FAITHFUL) || isnan(x)) return nearest;
+    /* Which side of e^x the nearest value lies on: binary64's exp is
+     * far closer to e^x than half an fp32 step, and equal to the nearest
+     * value only where e^x is one (x = 0, or an underflow to 0). */
+    double exact = exp((double)x);
+    if ((double)nearest == exact) return nearest;
+    return nextafterf(nearest, (double)nearest < exact ? INFINITY : 0.0f);
 }
 
 /* ---- the wrong versions of the numbered steps --------------------------- */
@@ -86,7 +107,10 @@ void ref_deviant_window(const float **window_kv, const float **window_score, int
 
 int64_t ref_deviant_window_position(const kvc_v4_compress_args *a, int64_t req, int64_t q, int64_t p) {
     if (ref_deviates(KVC_DEV_WINDOW_LATE)) return q + 1 > p ? -1 : q + 1;
-    if (!ref_deviates(KVC_DEV_WINDOW_EARLY) || q - 1 < 0) return q;
+    if (!ref_deviates(KVC_DEV_WINDOW_EARLY)) return q;
+    /* The entry before position 0 does not exist: the shifted window has
+     * one entry fewer there (it never reads position 0 twice). */
+    if (q - 1 < 0) return -1;
     /* Position p - coff*R lies outside the validated window: read it only
      * when its block-table entry names a page of the state cache. */
     int64_t bs = a->state_cache.page_rows, column = (q - 1) / bs;

@@ -26,7 +26,11 @@
       "a closing token with a negative state slot (slot_mapping[t] < 0) is still compressed")                                      \
     X(SOFTMAX_UNFUSED, "softmax-unfused", "SPEC 4.2 step 2", "acc = acc + e * kv_w, two roundings, instead of fma(e, kv_w, acc)") \
     X(SOFTMAX_REVERSED, "softmax-reversed", "SPEC 4.2 step 2", "the window is summed in decreasing w instead of increasing w")     \
+    X(SOFTMAX_SUM_FROM_NEGATIVE_ZERO, "softmax-sum-from-negative-zero", "SPEC 4.2 step 2",                                         \
+      "acc starts at -0 instead of +0 (a sum over the products alone), so a window whose products are all -0 pools -0, not +0")    \
     X(EXP_VIA_EXP2, "exp-via-exp2", "SPEC 1 exp", "exp(x) is exp2(x * log2(e)) with the product rounded to fp32, not the correctly rounded exponential")          \
+    X(EXP_OTHER_FAITHFUL, "exp-other-faithful", "SPEC 1 exp",                                                                      \
+      "exp(x) is the other faithful fp32 value, the neighbour of the nearest one across e^x (faithful, not correctly rounded)")   \
     X(SUMSQ_SEQUENTIAL, "sumsq-sequential", "SPEC 4.2 step 4",                                                                     \
       "the sum of squares is one accumulator over d = 0, 1, 2 ... instead of 16 lanes folded by halving")                          \
     X(SUMSQ_REVERSED, "sumsq-reversed", "SPEC 4.2 step 4", "the sum of squares is one accumulator over d = D-1, D-2 ... 0")        \
@@ -51,6 +55,9 @@
       "bf16(NaN) keeps the NaN's sign and upper payload bits (quieted) instead of 0x7FC0")                                         \
     X(BF16_NEGATIVE_ZERO_FLUSHED, "bf16-negative-zero-flushed", "SPEC 1 bf16", "bf16(-0) is +0 (0x0000) instead of 0x8000")        \
     X(FP8_TRUNCATION, "fp8-truncation", "SPEC 1 fp8", "fp8(x) truncates towards zero instead of rounding to nearest even")        \
+    X(FP8_TIES_AWAY, "fp8-ties-away", "SPEC 1 fp8", "fp8(x) rounds a tie away from zero instead of to the even code")              \
+    X(FP8_SUBNORMAL_TIES_AWAY, "fp8-subnormal-ties-away", "SPEC 1 fp8",                                                           \
+      "fp8(x) rounds a tie below the smallest normal 2^-6 away from zero instead of to the even code (normal ties stay even)")     \
     X(FP8_SUBNORMALS_FLUSHED, "fp8-subnormals-flushed", "SPEC 1 fp8", "fp8(x) below the smallest normal 2^-6 is a signed zero")    \
     X(FP8_NEGATIVE_ZERO_FLUSHED, "fp8-negative-zero-flushed", "SPEC 1 fp8", "a zero fp8 code is always 0x00: -0 and negative underflows lose their sign") \
     X(FP8_NAN_SIGN_KEPT, "fp8-nan-sign-kept", "SPEC 1 fp8", "fp8(NaN) keeps the NaN's sign: a negative NaN becomes 0xFF instead of 0x7F") \

@@ -17,6 +17,7 @@ float ref_softmax_pool(const float *window_kv, const float *window_score, int en
     if (ref_deviates(KVC_DEV_SOFTMAX_REVERSED)) ref_deviant_window(&window_kv, &window_score, entries);
     /* Step 2: one rounding per step; both sums start from +0. */
     float denom = 0.0f, acc = 0.0f;
+    if (ref_deviates(KVC_DEV_SOFTMAX_SUM_FROM_NEGATIVE_ZERO)) acc = -0.0f;
     for (int w = 0; w < entries; w++) {
         float e = kvc_expf_cr(window_score[w] - m);
         if (ref_deviating()) e = ref_deviant_exp(window_score[w] - m);

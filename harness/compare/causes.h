@@ -61,6 +61,8 @@ typedef struct {
     kvc_parity_cause cause;     /* meaningful when differs */
     const char *where;          /* "page 1 row 2 nope[128]", ... */
     const char *detail;         /* extra words for examples ("upstream byte 114, contract 105"), or "" */
+    int dim;                    /* the element's dim in its row (0 .. 511 of a 512-wide row, 0 .. 127 of an
+                                   indexer row, the column of a state row), -1 for a scale or a whole row */
 } kvc_difference;
 
 typedef void (*kvc_difference_fn)(void *context, const kvc_difference *d);

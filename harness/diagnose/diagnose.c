@@ -6,7 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <math.h>
 #include <time.h>
+
+#include <cjson/cJSON.h>
 
 #include "kvcmp/run.h"
 
@@ -115,6 +118,28 @@ int kvc_diagnose_unneeded_member(const kvc_case *c, const kvc_run_options *optio
     return -1;
 }
 
+int kvc_explanation_holds(const kvc_case *c, const kvc_run_options *options, const kvc_run_result *want, const int *set, int size) {
+    kvc_run_result v;
+    memset(&v, 0, sizeof v);
+    kvc_deviation_run_case_set(set, size, c, options, &v);
+    size_t away = distance(&v, want);
+    kvc_run_result_free(&v);
+    return away == 0;
+}
+
+int kvc_explanation_parse(const char *name, int set[KVC_DIAGNOSIS_DEPTH]) {
+    int size = 0;
+    for (const char *p = name; *p;) {
+        size_t n = strcspn(p, "+");
+        char member[100];
+        if (size == KVC_DIAGNOSIS_DEPTH || n >= sizeof member) return -1;
+        snprintf(member, sizeof member, "%.*s", (int)n, p);
+        if ((set[size++] = kvc_deviation_find(member)) < 0) return -1;
+        p += n + (p[n] == '+');
+    }
+    return size ? size : -1;
+}
+
 /* Three or four bugs at once (real kernels carry several): greedy, from
  * the single `start`, each step adding the deviation that brings the
  * variant nearest the candidate, while it gets nearer. */
@@ -213,4 +238,59 @@ void kvc_diagnose_clause(const kvc_case *c, const kvc_run_options *options, cons
         n += (size_t)snprintf(out + n, size - n, "%s%s", i ? ", " : "", text);
     }
     if (d.out_of_time && n < size) snprintf(out + n, size - n, ", out of time: compositions not all tried");
+}
+
+/* The campaign's diagnosis in c's meta, when c was saved by a campaign of
+ * candidate_name (NULL otherwise; the caller deletes the root). */
+static const cJSON *campaign_diagnosis(const kvc_case *c, const char *candidate_name, cJSON **root) {
+    *root = c->meta_json ? cJSON_Parse(c->meta_json) : NULL;
+    const cJSON *diagnosis = cJSON_GetObjectItemCaseSensitive(*root, "diagnosis");
+    const cJSON *candidate = cJSON_GetObjectItemCaseSensitive(*root, "candidate");
+    if (!cJSON_IsObject(diagnosis) || !cJSON_IsString(candidate) || !candidate_name || strcmp(candidate->valuestring, candidate_name) != 0)
+        return NULL;
+    return diagnosis;
+}
+
+static int array_has(const cJSON *array, const char *name) {
+    const cJSON *item;
+    cJSON_ArrayForEach(item, array)
+        if (cJSON_IsString(item) && strcmp(item->valuestring, name) == 0) return 1;
+    return 0;
+}
+
+void kvc_diagnose_clause_proven(const kvc_case *c, const char *candidate_name, const kvc_run_options *options,
+                                const kvc_run_result *candidate, double seconds, char *out, size_t size) {
+    cJSON *root;
+    const cJSON *proven = campaign_diagnosis(c, candidate_name, &root);
+    if (!proven) {
+        cJSON_Delete(root);
+        kvc_diagnose_clause(c, options, candidate, seconds, out, size);
+        return;
+    }
+    const cJSON *names = cJSON_GetObjectItemCaseSensitive(proven, "explained_by");
+    double failing = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(proven, "failing_cases_checked"));
+    double passing = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(proven, "passing_cases_checked"));
+    kvc_diagnosis d;
+    kvc_diagnose(c, options, candidate, seconds, &d);
+    char held[600] = "", alone[600] = "", text[600];
+    for (int i = 0; i < d.count; i++) {
+        char name[200];
+        kvc_diagnosis_name(&d, i, name, sizeof name);
+        kvc_diagnosis_text(&d, i, text, sizeof text);
+        char *into = array_has(names, name) ? held : alone;
+        size_t n = strlen(into), more = strlen(text);
+        /* Whole explanations only. */
+        if (n + more + 3 > sizeof held) continue;
+        if (n) memcpy(into + n, ", ", 2), n += 2;
+        memcpy(into + n, text, more + 1);
+    }
+    size_t n;
+    if (held[0])
+        n = (size_t)snprintf(out, size, "explained by: %s; proven by the campaign on %.0f failing and %.0f passing cases", held,
+                             isnan(failing) ? 0.0 : failing, isnan(passing) ? 0.0 : passing);
+    else
+        n = (size_t)snprintf(out, size, "unexplained by the deviation catalogue (as the campaign found on %.0f failing cases)",
+                             isnan(failing) ? 0.0 : failing);
+    if (alone[0] && n < size) snprintf(out + n, size - n, "; fits this case alone: %s, refuted on the others", alone);
+    cJSON_Delete(root);
 }

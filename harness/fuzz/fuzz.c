@@ -253,6 +253,9 @@ static double diagnosis_seconds(const fuzz_options *o) {
 static void shrink_and_save(worker *w, kvc_gen_case *g, int64_t index, uint64_t salt, const kvc_fuzz_verdict *v, message *m) {
     shrink_context ctx = {.target = &w->target, .salt = salt, .signature_key = m->signature.key};
     explanation_to_keep(&w->target, &g->c, v, &ctx);
+    /* The case as it first failed: its diagnosis must hold there too. */
+    kvc_case unshrunk;
+    int kept = kvc_case_copy(&unshrunk, &g->c) == 0;
     kvc_shrink_stats stats;
     /* A lost device poisons its worker: each attempt gets a fresh one. */
     kvc_pyworker_fresh_each_call(strcmp(m->kind, "device-lost") == 0);
@@ -274,8 +277,11 @@ static void shrink_and_save(worker *w, kvc_gen_case *g, int64_t index, uint64_t 
     kvc_fuzz_verdict final;
     kvc_fuzz_outcome outcome = kvc_fuzz_check_case(&w->target, &g->c, salt, &final);
     const kvc_fuzz_conditions *k = outcome == KVC_FUZZ_FAIL ? &final.conditions : &v->conditions;
-    /* The minimal case names its bug: the catalogue's deviations, run on it. */
-    if (outcome == KVC_FUZZ_FAIL) kvc_fuzz_signature_diagnose(&w->target, &g->c, &final, diagnosis_seconds(w->o), &m->signature);
+    /* The minimal case names its bug: the catalogue's deviations, run on
+     * it, each kept only where it writes the unshrunk case's bytes too. */
+    if (outcome == KVC_FUZZ_FAIL)
+        kvc_fuzz_signature_prove(&w->target, kept ? &unshrunk : NULL, v, &g->c, &final, diagnosis_seconds(w->o), &m->signature);
+    if (kept) kvc_case_free(&unshrunk);
     if (m->signature.diagnosed) cJSON_AddStringToObject(meta, "explained_by", m->signature.explained_by);
     cJSON_AddItemToObject(meta, "replay", replay_object(k));
     m->page_padding = k->page_padding;
@@ -617,6 +623,8 @@ static int on_result(campaign *c, const message *m) {
     tv->worker_seconds += m->case_seconds; tf->worker_seconds += m->case_seconds;
     tv->invalid += m->invalid; tf->invalid += m->invalid;
     if (m->outcome == KVC_FUZZ_SKIP) { c->skipped++; tv->skipped++; tf->skipped++; return 0; }
+    /* Passing cases: a sample that a diagnosis must leave as they are. */
+    if (m->outcome == KVC_FUZZ_PASS) kvc_signature_list_passed(&c->signatures, m->variant, m->index);
     if (m->outcome != KVC_FUZZ_FAIL) return 0;
     c->failures++; tv->failures++; tf->failures++;
     if (c->failures == 1) c->first_failure_at = m->at_seconds;
@@ -1270,6 +1278,7 @@ static void read_message(supervisor *s, int job) {
         m.signature.key[sizeof m.signature.key - 1] = m.signature.stage[sizeof m.signature.stage - 1] = 0;
         m.signature.check[sizeof m.signature.check - 1] = m.signature.cause[sizeof m.signature.cause - 1] = 0;
         m.signature.regions[sizeof m.signature.regions - 1] = m.signature.explained_by[sizeof m.signature.explained_by - 1] = 0;
+        m.signature.refuted[sizeof m.signature.refuted - 1] = 0;
         m.coverage.rule = NULL;
         char why[300];
         if (!protocol_error(s, job, &m, why, sizeof why)) { on_message(s, job, &m); return; }
@@ -1599,6 +1608,10 @@ static void fill_summary(const campaign *c, double elapsed, kvc_campaign_summary
         if (e->group != i) continue;
         kvc_campaign_signature *out = &s->signatures[s->num_signatures++];
         snprintf(out->explained_by, sizeof out->explained_by, "%s", e->signature.explained_by);
+        snprintf(out->refuted, sizeof out->refuted, "%s", e->signature.refuted);
+        out->cases_checked = e->proof_failing + e->proof_passing;
+        out->cases_held = e->signature.explained_by[0] ? out->cases_checked : 0;
+        out->rejected_input = e->signature.rejected_input;
         out->diagnosed = e->signature.diagnosed;
         snprintf(out->key, sizeof out->key, "%s", e->signature.key);
         snprintf(out->stage, sizeof out->stage, "%s", e->signature.stage);
@@ -1684,6 +1697,9 @@ static int run_campaign(fuzz_options *o, const kvc_backend *candidate, const cha
         judge_evidence(&c, sup.stopping);
         double elapsed = now_seconds() - c.started;
         show_progress(&c, 1);
+        kvc_gen_config gen = {.seed = o->seed, .variant_mask = o->variant_mask, .invalid_per_mille = o->invalid_per_mille,
+                              .family_mask = o->family_mask, .geometry_pool = o->geometry_pool};
+        kvc_signature_list_prove(&c.signatures, &gen, o->policy == KVC_POLICY_EXACT, o->max_per_signature);
         print_summary(&c, elapsed);
         /* The exit status before the reports are written; the JSON, written
          * last, carries the final one. */

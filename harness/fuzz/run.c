@@ -106,6 +106,7 @@ static int results_differ(const kvc_case *c, const kvc_run_result *a, const kvc_
     v->report = report;
     v->has_report = 1;
     kvc_output_cause_counts(c, report.first_tensor, a, b, v->causes);
+    kvc_locate_output(c, report.first_tensor, a, b, &v->locus);
     return 1;
 }
 
@@ -310,7 +311,11 @@ static kvc_fuzz_outcome compare_runs(const kvc_fuzz_target *t, const kvc_case *c
             return fail(v, "written-on-error", "after the same error: %s", detail);
         return KVC_FUZZ_PASS;
     }
-    if (results_differ(c, ref, cand, t->policy, v, detail, sizeof detail)) return fail(v, "bytes", "%s", detail);
+    if (results_differ(c, ref, cand, t->policy, v, detail, sizeof detail)) {
+        /* Many steps: perhaps a last bit that the case amplifies. */
+        if (strcmp(kvc_cause_class(v->causes), "wrong values") == 0) kvc_locus_probe(c, v->report.first_tensor, ref, &v->locus);
+        return fail(v, "bytes", "%s", detail);
+    }
     return KVC_FUZZ_PASS;
 }
 

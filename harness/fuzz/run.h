@@ -6,6 +6,7 @@
 #define KVCMP_FUZZ_RUN_H
 
 #include "harness/compare/causes.h"
+#include "harness/diagnose/locate.h"
 #include "kvcmp/compare.h"
 #include "kvcmp/rng.h"
 
@@ -54,6 +55,7 @@ typedef struct {
     int has_report;           /* report holds the failing comparison (bytes, threads, permutation) */
     kvc_compare_report report;
     int64_t causes[KVC_CAUSE_COUNT];   /* the causes of the first failing tensor's differences (with report) */
+    kvc_locus locus;                   /* where they are (with report; harness/diagnose/locate.h) */
     int reference_status, candidate_status;
     char failure_stage[40];   /* an out-of-process candidate's failure: the stage it failed in */
     char failure_class[64];   /* and its class: "ValueError", "signal 6" ... */

@@ -5,7 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/diagnose/diagnose.h"
+#include "harness/report/run_info.h"
+#include "kvcmp/backends.h"
 #include "kvcmp/deviations.h"
+#include "kvcmp/generate.h"
+#include "kvcmp/validate.h"
 
 int kvc_signature_claim(kvc_signature_claims *claims, const char *key) {
     uint64_t h = kvc_fuzz_signature_hash(key);
@@ -20,6 +25,8 @@ int kvc_signature_claim(kvc_signature_claims *claims, const char *key) {
     return INT32_MAX;
 }
 
+static void group_and_fold(kvc_signature_list *list);
+
 static kvc_signature_entry *listing(kvc_signature_list *list, kvc_signature_entry *e) {
     while (e->group != (int)(e - list->entries)) e = &list->entries[e->group];
     return e;
@@ -33,7 +40,10 @@ kvc_signature_entry *kvc_signature_list_find(kvc_signature_list *list, const cha
 
 kvc_signature_entry *kvc_signature_list_get(kvc_signature_list *list, const kvc_fuzz_signature *s, int64_t index) {
     kvc_signature_entry *e = kvc_signature_list_find(list, s->key);
-    if (e) return e;
+    if (e) {
+        kvc_locus_add(&e->locus, &s->locus);
+        return e;
+    }
     if (list->count == list->capacity) {
         int capacity = list->capacity ? 2 * list->capacity : 16;
         kvc_signature_entry *grown = realloc(list->entries, (size_t)capacity * sizeof *grown);
@@ -45,7 +55,9 @@ kvc_signature_entry *kvc_signature_list_get(kvc_signature_list *list, const kvc_
     memset(e, 0, sizeof *e);
     e->signature = *s;
     e->signature.diagnosed = 0;
-    e->signature.explained_by[0] = 0;
+    e->signature.explained_by[0] = e->signature.refuted[0] = 0;
+    e->signature.proof_cases = 0;
+    e->locus = s->locus;
     snprintf(e->raw_key, sizeof e->raw_key, "%s", s->key);
     snprintf(e->stages, sizeof e->stages, "%s", s->stage);
     e->group = list->count++;
@@ -61,13 +73,19 @@ int kvc_signature_list_distinct(const kvc_signature_list *list) {
 }
 
 void kvc_signature_list_compact(kvc_signature_list *list) {
+    group_and_fold(list);
     int kept = 0;
-    for (int i = 0; i < list->count; i++)
-        if (list->entries[i].group == i) {
-            list->entries[kept] = list->entries[i];
-            list->entries[kept].group = kept;
-            kept++;
+    for (int i = 0; i < list->count; i++) {
+        kvc_signature_entry *e = &list->entries[i];
+        if (e->group != i) {
+            for (int k = 0; k < e->num_saved; k++) free(e->saved_dirs[k]);
+            free(e->saved_dirs);
+            continue;
         }
+        list->entries[kept] = *e;
+        list->entries[kept].group = kept;
+        kept++;
+    }
     list->count = kept;
 }
 
@@ -107,12 +125,33 @@ static int list_intersect(char *into, size_t size, const char *other, char sep) 
     for (const char *p = into; next_item(&p, sep, item, sizeof item);)
         if (list_has(other, item, sep)) list_append(kept, sizeof kept, item, sep);
     if (!kept[0]) return 0;
-    snprintf(into, size, "%s", kept);
+    /* Items of into: it holds them. */
+    size_t n = strlen(kept);
+    if (n < size) memcpy(into, kept, n + 1);
     return 1;
 }
 
+/* "explained by NAMES" while explained, else the byte-class key. */
 static void explained_key(kvc_signature_entry *e) {
-    snprintf(e->signature.key, sizeof e->signature.key, "explained by %s", e->signature.explained_by);
+    if (e->signature.explained_by[0]) snprintf(e->signature.key, sizeof e->signature.key, "explained by %s", e->signature.explained_by);
+    else snprintf(e->signature.key, sizeof e->signature.key, "%s", e->raw_key);
+}
+
+/* The names of `names` that `kept` lacks become refuted. */
+static void refute_missing(kvc_signature_entry *e, const char *names, const char *kept) {
+    char item[200];
+    for (const char *p = names; next_item(&p, ',', item, sizeof item);)
+        if (!list_has(kept, item, ',')) list_append(e->signature.refuted, sizeof e->signature.refuted, item, ',');
+}
+
+/* e's explanation narrowed to the names `other` also proved: the rest are refuted. */
+static void narrow(kvc_signature_entry *e, const char *other) {
+    char kept[sizeof e->signature.explained_by] = "", item[200];
+    for (const char *p = e->signature.explained_by; next_item(&p, ',', item, sizeof item);)
+        if (list_has(other, item, ',')) list_append(kept, sizeof kept, item, ',');
+    refute_missing(e, e->signature.explained_by, kept);
+    refute_missing(e, other, kept);
+    snprintf(e->signature.explained_by, sizeof e->signature.explained_by, "%s", kept);
 }
 
 /* drop's failures are listed under keep from now on. */
@@ -123,10 +162,33 @@ static void merge(kvc_signature_list *list, kvc_signature_entry *keep, kvc_signa
         keep->first_case = drop->first_case;
         snprintf(keep->first_repro, sizeof keep->first_repro, "%s", drop->first_repro);
     }
-    if (drop->minimal_case >= 0) kvc_signature_list_saved(keep, drop->minimal_case, drop->minimal_tokens, drop->minimal_saved, drop->minimal_repro);
+    if (drop->minimal_case >= 0 && (keep->minimal_case < 0 || drop->minimal_tokens < keep->minimal_tokens)) {
+        keep->minimal_case = drop->minimal_case;
+        keep->minimal_tokens = drop->minimal_tokens;
+        snprintf(keep->minimal_saved, sizeof keep->minimal_saved, "%s", drop->minimal_saved);
+        snprintf(keep->minimal_repro, sizeof keep->minimal_repro, "%s", drop->minimal_repro);
+    }
+    char **grown = realloc(keep->saved_dirs, (size_t)(keep->num_saved + drop->num_saved + 1) * sizeof *grown);
+    if (grown) {
+        keep->saved_dirs = grown;
+        for (int i = 0; i < drop->num_saved; i++) keep->saved_dirs[keep->num_saved++] = drop->saved_dirs[i];
+        free(drop->saved_dirs);
+        drop->saved_dirs = NULL;
+        drop->num_saved = 0;
+    }
     list_union(keep->stages, sizeof keep->stages, drop->stages, '+');
     list_union(keep->signature.regions, sizeof keep->signature.regions, drop->signature.regions, '+');
-    list_intersect(keep->signature.explained_by, sizeof keep->signature.explained_by, drop->signature.explained_by, ',');
+    list_union(keep->signature.refuted, sizeof keep->signature.refuted, drop->signature.refuted, ',');
+    narrow(keep, drop->signature.explained_by);
+    kvc_locus_add(&keep->locus, &drop->locus);
+    keep->proof_failing += drop->proof_failing;
+    /* A passing case both were checked on counts once. */
+    keep->proof_passing = 0;
+    for (int v = 0; v < KVC_SAMPLED_VARIANTS; v++) {
+        keep->passing_checked[v] |= drop->passing_checked[v];
+        keep->proof_passing += __builtin_popcount(keep->passing_checked[v]);
+    }
+    keep->unproven += drop->unproven;
     explained_key(keep);
     for (int i = 0; i < list->count; i++)
         if (list->entries[i].group == from) list->entries[i].group = to;
@@ -134,26 +196,165 @@ static void merge(kvc_signature_list *list, kvc_signature_entry *keep, kvc_signa
 
 void kvc_signature_list_explain(kvc_signature_list *list, const char *key, const kvc_fuzz_signature *diagnosed) {
     kvc_signature_entry *e = kvc_signature_list_find(list, key);
-    if (!e || !diagnosed->diagnosed) return;
+    if (!e) return;
+    if (!diagnosed->diagnosed) {
+        /* A byte or status failure kept without a diagnosis: its bytes were never checked. */
+        if (strcmp(diagnosed->check, "bytes") == 0 || strcmp(diagnosed->check, "status") == 0) e->unproven++;
+        return;
+    }
+    e->proof_failing += diagnosed->proof_cases;
+    list_union(e->signature.refuted, sizeof e->signature.refuted, diagnosed->refuted, ',');
     if (!e->signature.diagnosed) {
         e->signature.diagnosed = 1;
         snprintf(e->signature.explained_by, sizeof e->signature.explained_by, "%s", diagnosed->explained_by);
-    } else if (!list_intersect(e->signature.explained_by, sizeof e->signature.explained_by, diagnosed->explained_by, ',')) {
-        return;   /* explained otherwise, or not at all: the first diagnosis stands */
+    } else {
+        narrow(e, diagnosed->explained_by);
     }
-    if (!e->signature.explained_by[0]) return;
+    /* A name proven on one failure and refuted on another stays refuted. */
+    char kept[sizeof e->signature.explained_by] = "", item[200];
+    for (const char *p = e->signature.explained_by; next_item(&p, ',', item, sizeof item);)
+        if (!list_has(e->signature.refuted, item, ',')) list_append(kept, sizeof kept, item, ',');
+    snprintf(e->signature.explained_by, sizeof e->signature.explained_by, "%s", kept);
     explained_key(e);
-    /* Into the first listed entry that shares a deviation, then every
-     * later one that does. */
-    for (int i = 0; i < list->count; i++) {
-        kvc_signature_entry *other = &list->entries[i];
-        if (other->group != i || other == e || !other->signature.explained_by[0]) continue;
-        char shared[sizeof e->signature.explained_by];
-        snprintf(shared, sizeof shared, "%s", e->signature.explained_by);
-        if (!list_intersect(shared, sizeof shared, other->signature.explained_by, ',')) continue;
-        if (other < e) { merge(list, other, e); e = other; }
-        else merge(list, e, other);
+}
+
+void kvc_signature_list_passed(kvc_signature_list *list, int variant, int64_t index) {
+    if (variant < 0 || variant >= KVC_SAMPLED_VARIANTS) return;
+    int64_t *kept = list->passing[variant];
+    int *n = &list->passing_count[variant];
+    if (*n == KVC_PASSING_SAMPLE && index >= kept[*n - 1]) return;
+    int at = *n < KVC_PASSING_SAMPLE ? (*n)++ : *n - 1;
+    while (at > 0 && kept[at - 1] > index) { kept[at] = kept[at - 1]; at--; }
+    kept[at] = index;
+}
+
+/* ---- the proof on passing cases, the groups, the saved cases' diagnosis ---- */
+
+/* Cases of the variant run the stage (a forward, both of its stages). */
+static int variant_runs(const kvc_variant_info *v, const char *stage) {
+    if (v->stage < 0) return 0;
+    const char *name = kvc_stage_name(v->stage);
+    if (strcmp(name, stage) == 0) return 1;
+    if (strcmp(name, "v4.forward") == 0) return strcmp(stage, "v4.save_partial_states") == 0 || strcmp(stage, "v4.compress") == 0;
+    if (strcmp(name, "v41.forward") == 0)
+        return strcmp(stage, "v41.save_compress_norm") == 0 || strcmp(stage, "v41.rope_quant_insert") == 0;
+    return 0;
+}
+
+/* Each name of e's explanation planted on the sampled passing cases of
+ * e's stage: one that changes the contract's bytes there is refuted. */
+static void prove_on_passing(kvc_signature_list *list, kvc_signature_entry *e, const kvc_gen_config *gen) {
+    char names[sizeof e->signature.explained_by], item[200];
+    snprintf(names, sizeof names, "%s", e->signature.explained_by);
+    for (int v = 0; v < kvc_variant_count() && v < KVC_SAMPLED_VARIANTS; v++) {
+        if (!variant_runs(kvc_variant(v), e->signature.stage)) continue;
+        for (int k = 0; k < list->passing_count[v]; k++) {
+            kvc_gen_case g;
+            if (kvc_gen_make(gen, list->passing[v][k], &g)) continue;
+            if (!g.history) {
+                kvc_run_options options = {.canary = 0xA5};
+                kvc_run_result contract;
+                kvc_run_case(&kvc_reference_backend, &g.c, &options, &contract);
+                char kept[sizeof names] = "";
+                for (const char *p = names; next_item(&p, ',', item, sizeof item);) {
+                    int set[KVC_DIAGNOSIS_DEPTH], size = kvc_explanation_parse(item, set);
+                    if (size > 0 && kvc_explanation_holds(&g.c, &options, &contract, set, size)) list_append(kept, sizeof kept, item, ',');
+                    else list_append(e->signature.refuted, sizeof e->signature.refuted, item, ',');
+                }
+                snprintf(names, sizeof names, "%s", kept);
+                e->passing_checked[v] |= (uint8_t)(1u << k);
+                kvc_run_result_free(&contract);
+            }
+            kvc_gen_free(&g);
+        }
     }
+    snprintf(e->signature.explained_by, sizeof e->signature.explained_by, "%s", names);
+}
+
+/* Entries whose proven explanations share a deviation become one
+ * signature (the first listed keeps it), once. */
+static void group_and_fold(kvc_signature_list *list) {
+    if (list->folded) return;
+    list->folded = 1;
+    for (int i = 0; i < list->count; i++) {
+        kvc_signature_entry *e = &list->entries[i];
+        if (e->group != i || !e->signature.explained_by[0]) continue;
+        for (int j = 0; j < i; j++) {
+            kvc_signature_entry *other = &list->entries[j];
+            if (other->group != j || !other->signature.explained_by[0]) continue;
+            char shared[sizeof e->signature.explained_by];
+            snprintf(shared, sizeof shared, "%s", other->signature.explained_by);
+            if (!list_intersect(shared, sizeof shared, e->signature.explained_by, ',')) continue;
+            merge(list, other, e);
+            break;
+        }
+    }
+}
+
+/* The listed entry's diagnosis as a saved case's meta "diagnosis". */
+static cJSON *diagnosis_json(const kvc_signature_entry *e) {
+    cJSON *d = cJSON_CreateObject(), *names = cJSON_AddArrayToObject(d, "explained_by"), *refuted = cJSON_AddArrayToObject(d, "refuted");
+    char item[200];
+    cJSON_AddStringToObject(d, "signature", e->signature.key);
+    for (const char *p = e->signature.explained_by; next_item(&p, ',', item, sizeof item);) cJSON_AddItemToArray(names, cJSON_CreateString(item));
+    for (const char *p = e->signature.refuted; next_item(&p, ',', item, sizeof item);) cJSON_AddItemToArray(refuted, cJSON_CreateString(item));
+    cJSON_AddNumberToObject(d, "failing_cases_checked", (double)e->proof_failing);
+    cJSON_AddNumberToObject(d, "passing_cases_checked", (double)e->proof_passing);
+    return d;
+}
+
+static void write_diagnosis(const char *dir, const kvc_signature_entry *e) {
+    char path[1200], error[600];
+    snprintf(path, sizeof path, "%s/case.json", dir);
+    FILE *f = fopen(path, "rb");
+    if (!f) return;
+    char *text = NULL;
+    size_t size = 0, used = 0;
+    for (;;) {
+        if (used + 4096 + 1 > size) {
+            char *grown = realloc(text, size = 2 * size + 4096 + 1);
+            if (!grown) break;
+            text = grown;
+        }
+        size_t got = fread(text + used, 1, 4096, f);
+        used += got;
+        if (got < 4096) break;
+    }
+    fclose(f);
+    if (!text) return;
+    text[used] = 0;
+    cJSON *root = cJSON_Parse(text);
+    free(text);
+    if (!root) return;
+    cJSON *meta = cJSON_GetObjectItemCaseSensitive(root, "meta");
+    if (!cJSON_IsObject(meta)) {
+        cJSON_DeleteItemFromObjectCaseSensitive(root, "meta");
+        meta = cJSON_AddObjectToObject(root, "meta");
+    }
+    cJSON_DeleteItemFromObjectCaseSensitive(meta, "diagnosis");
+    cJSON_AddItemToObject(meta, "diagnosis", diagnosis_json(e));
+    kvc_write_json_file(path, root, error, sizeof error);
+}
+
+void kvc_signature_list_prove(kvc_signature_list *list, const kvc_gen_config *gen, int exact_policy, int kept) {
+    list->kept_per_signature = kept;
+    for (int i = 0; i < list->count; i++) {
+        kvc_signature_entry *e = &list->entries[i];
+        if (e->unproven && e->signature.explained_by[0]) {
+            refute_missing(e, e->signature.explained_by, "");
+            e->signature.explained_by[0] = 0;
+        }
+        if (exact_policy && e->signature.explained_by[0]) prove_on_passing(list, e, gen);
+        for (int v = 0; v < KVC_SAMPLED_VARIANTS; v++) e->proof_passing += __builtin_popcount(e->passing_checked[v]);
+        explained_key(e);
+    }
+    group_and_fold(list);
+    for (int i = 0; i < list->count; i++) {
+        const kvc_signature_entry *e = &list->entries[i];
+        if (e->group != i || !e->signature.diagnosed) continue;
+        for (int k = 0; k < e->num_saved; k++) write_diagnosis(e->saved_dirs[k], e);
+    }
+    list->proven = 1;
 }
 
 void kvc_explanation_text(const char *explained_by, char *out, size_t size) {
@@ -172,6 +373,11 @@ void kvc_explanation_text(const char *explained_by, char *out, size_t size) {
 }
 
 void kvc_signature_list_saved(kvc_signature_entry *e, int64_t index, int64_t tokens, const char *dir, const char *repro) {
+    char **grown = dir[0] ? realloc(e->saved_dirs, (size_t)(e->num_saved + 1) * sizeof *grown) : NULL;
+    if (grown) {
+        e->saved_dirs = grown;
+        if ((e->saved_dirs[e->num_saved] = strdup(dir))) e->num_saved++;
+    }
     if (e->minimal_case >= 0 && tokens >= e->minimal_tokens) return;
     e->minimal_case = index;
     e->minimal_tokens = tokens;
@@ -188,11 +394,27 @@ void kvc_signature_entry_text(int number, const kvc_signature_entry *e, char *ou
                      e->signature.regions[0] ? e->signature.regions : "-");
     if (n < 0 || (size_t)n >= size) return;
     if (e->signature.diagnosed) {
-        char explanation[600];
+        char explanation[600], proof[160] = "";
         kvc_explanation_text(e->signature.explained_by, explanation, sizeof explanation);
-        if (explanation[0]) n += snprintf(out + n, size - (size_t)n, "      explained by: %s\n", explanation);
+        if (e->proof_failing || e->proof_passing)
+            snprintf(proof, sizeof proof, "; held on %lld failing case%s and %lld passing one%s", (long long)e->proof_failing,
+                     e->proof_failing == 1 ? "" : "s", (long long)e->proof_passing, e->proof_passing == 1 ? "" : "s");
+        if (explanation[0]) n += snprintf(out + n, size - (size_t)n, "      explained by: %s%s\n", explanation, proof);
         else n += snprintf(out + n, size - (size_t)n, "      unexplained: no deviation of the catalogue (include/kvcmp/deviations.h), alone or "
-                                                      "composed (up to 4), writes these bytes; the cause class is read from the bytes\n");
+                                                      "composed (up to 4), writes these bytes on every case checked%s\n",
+                           e->unproven ? " (some failures could not be diagnosed)" : "");
+        if ((size_t)n >= size) return;
+        if (e->signature.refuted[0]) {
+            char refuted[600];
+            kvc_explanation_text(e->signature.refuted, refuted, sizeof refuted);
+            n += snprintf(out + n, size - (size_t)n, "      refuted: %s: each wrote the candidate's bytes on one case and not on another\n", refuted);
+            if ((size_t)n >= size) return;
+        }
+    }
+    if (e->locus.cases) {
+        char where[900];
+        kvc_locus_text(&e->locus, e->signature.stage, where, sizeof where);
+        if (where[0]) n += snprintf(out + n, size - (size_t)n, "      where: %s\n", where);
         if ((size_t)n >= size) return;
     }
     n += snprintf(out + n, size - (size_t)n, "      first: case %lld  __REPRO: %s\n", (long long)e->first_case, e->first_repro);
@@ -206,6 +428,11 @@ void kvc_signature_entry_text(int number, const kvc_signature_entry *e, char *ou
 void kvc_signature_list_print(FILE *f, const kvc_signature_list *list) {
     if (!list->count) return;
     fprintf(f, "distinct failures (signatures): %d\n", kvc_signature_list_distinct(list));
+    if (list->proven)
+        fprintf(f, "explanations are proven: a deviation names a signature only if, planted alone, it writes the candidate's bytes on "
+                   "each failure kept (the first %d of each byte class, before and after shrinking) and the contract's on up to %d "
+                   "passing cases per variant of its stages\n",
+                list->kept_per_signature, KVC_PASSING_SAMPLE);
     for (int i = 0, number = 0; i < list->count; i++) {
         if (list->entries[i].group != i) continue;
         char text[KVC_SIGNATURE_TEXT];
@@ -236,6 +463,19 @@ cJSON *kvc_signature_list_json(const kvc_signature_list *list) {
         cJSON_AddStringToObject(item, "cause", e->signature.cause);
         cJSON_AddItemToObject(item, "explained_by", explained_json(e->signature.explained_by));
         cJSON_AddBoolToObject(item, "diagnosed", e->signature.diagnosed);
+        cJSON_AddStringToObject(item, "input", e->signature.rejected_input ? "rejected by the contract" : "valid");
+        if (e->signature.diagnosed) {
+            /* On how many cases the explanation was checked, and held. */
+            cJSON *proof = cJSON_AddObjectToObject(item, "explanation_proof");
+            int64_t checked = e->proof_failing + e->proof_passing;
+            cJSON_AddNumberToObject(proof, "failing_cases_checked", (double)e->proof_failing);
+            cJSON_AddNumberToObject(proof, "passing_cases_checked", (double)e->proof_passing);
+            cJSON_AddNumberToObject(proof, "cases_checked", (double)checked);
+            cJSON_AddNumberToObject(proof, "cases_held", (double)(e->signature.explained_by[0] ? checked : 0));
+            cJSON_AddNumberToObject(proof, "failures_not_diagnosed", e->unproven);
+            cJSON_AddItemToObject(proof, "refuted", explained_json(e->signature.refuted));
+        }
+        if (e->locus.cases) cJSON_AddItemToObject(item, "where", kvc_locus_json(&e->locus, e->signature.stage));
         cJSON_AddNumberToObject(item, "count", (double)e->count);
         cJSON_AddNumberToObject(item, "first_case", (double)e->first_case);
         cJSON_AddStringToObject(item, "first_repro", e->first_repro);
@@ -253,6 +493,10 @@ cJSON *kvc_signature_list_json(const kvc_signature_list *list) {
 }
 
 void kvc_signature_list_free(kvc_signature_list *list) {
+    for (int i = 0; i < list->count; i++) {
+        for (int k = 0; k < list->entries[i].num_saved; k++) free(list->entries[i].saved_dirs[k]);
+        free(list->entries[i].saved_dirs);
+    }
     free(list->entries);
     memset(list, 0, sizeof *list);
 }

@@ -184,7 +184,7 @@ static int judge_case(const char *dir, const kvc_case *c, const kvc_replay_optio
             snprintf(detail, size, "%s; first: %s%s%s; ", summary, report->has_first ? report->first : "-", causes[0] ? "; causes: " : "",
                      causes);
             size_t n = strlen(detail);
-            kvc_diagnose_clause(c, &run, &result, REPLAY_DIAGNOSIS_SECONDS, detail + n, size - n);
+            kvc_diagnose_clause_proven(c, options->impl_name, &run, &result, REPLAY_DIAGNOSIS_SECONDS, detail + n, size - n);
         } else {
             snprintf(detail, size, "%s", summary[0] ? summary : "bit-exact");
             if (k.present) verdict = kvc_replay_check_conditions(options->backend, c, &run, &k, &result, options->policy, detail, size);

@@ -65,9 +65,15 @@ typedef struct {
     int64_t minimal_tokens;
     char minimal_saved[400];    /* the smallest saved case's directory */
     char minimal_repro[900];    /* replays it */
-    int diagnosed;              /* the deviation catalogue ran on its minimal case */
-    char explained_by[120];     /* the deviations whose outputs equal the candidate's there,
-                                   comma-separated (a pair "a+b"); "" when none */
+    int diagnosed;              /* the deviation catalogue ran on its failures */
+    char explained_by[120];     /* the deviations that, planted alone, write the candidate's
+                                   bytes on every failing case checked and the contract's on
+                                   the passing ones, comma-separated (a composition "a+b");
+                                   "" when none */
+    char refuted[120];          /* those that wrote them on one case but not on another */
+    int64_t cases_checked;      /* failing and passing cases the explanation was checked on */
+    int64_t cases_held;         /* of those, where it held (cases_checked when explained) */
+    int rejected_input;         /* its failures are on inputs the contract rejects */
 } kvc_campaign_signature;
 
 /* The exit codes of a campaign (kvc_campaign_summary.exit_code), by

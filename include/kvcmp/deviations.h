@@ -94,6 +94,18 @@ void kvc_diagnosis_text(const kvc_diagnosis *d, int i, char *out, size_t size);
 void kvc_diagnose_clause(const kvc_case *c, const kvc_run_options *options, const kvc_run_result *candidate, double seconds, char *out,
                          size_t size);
 
+/* The same for a case a campaign saved (its case.json meta "diagnosis",
+ * the signature's final diagnosis) and replayed with the campaign's
+ * candidate (meta "candidate" equal to `candidate_name`): only what the
+ * campaign proved names the case, "explained by: a (SPEC x); proven by
+ * the campaign on F failing and P passing cases", and a name that fits
+ * this case alone but that the campaign refuted is said so
+ * ("unexplained by the deviation catalogue (as the campaign found on F
+ * failing cases); fits this case alone: b (SPEC y), refuted on the
+ * others").  Any other case: kvc_diagnose_clause. */
+void kvc_diagnose_clause_proven(const kvc_case *c, const char *candidate_name, const kvc_run_options *options,
+                                const kvc_run_result *candidate, double seconds, char *out, size_t size);
+
 #ifdef __cplusplus
 }
 #endif

@@ -8,6 +8,7 @@
 
 #include "kvcmp/deviations.h"
 #include "kvcmp/formats.h"
+#include "kvcmp/reference_steps.h"
 #include "reference/deviations.h"
 
 /* Turns the named deviation on alone for the calls that follow. */
@@ -138,4 +139,81 @@ Test(deviation_steps, int32_positions_wrap_and_a_negative_one_is_out_of_range) {
     cr_expect_eq(save_one(&kvc_reference_backend, ((int64_t)1 << 31) + 6, contract, &err), KVC_OK, "%s", err.message);
     cr_expect_eq(save_one(wrapped, ((int64_t)1 << 31) + 6, deviant, &err), KVC_ERR_INDEX);
     cr_expect(strstr(err.message, "positions[0] = -2147483642") != NULL, "%s", err.message);
+}
+
+/* ---- window-starts-early: the window's entries one position earlier ------------ */
+
+Test(deviation_steps, an_early_window_has_no_entry_before_position_0) {
+    /* R = 4, coff 2: the contract's window of p = 3 is q = -4 .. 3 (entries
+     * 0 .. 3 valid); shifted one row early it is q = -5 .. 2: position 0
+     * once, and no entry for the contract's q = 0. */
+    int32_t table[] = {0};
+    kvc_v4_compress_args a = {.compress_ratio = 4, .head_dim = 128, .state_cache = {.num_pages = 1, .page_rows = 8}, .block_table = table,
+                              .num_requests = 1, .max_blocks = 1};
+    activate("window-starts-early");
+    cr_expect_eq(ref_deviant_window_position(&a, 0, 0, 3), -1);
+    cr_expect_eq(ref_deviant_window_position(&a, 0, 1, 3), 0);
+    cr_expect_eq(ref_deviant_window_position(&a, 0, 3, 3), 2);
+    cr_expect_lt(ref_deviant_window_position(&a, 0, -2, 3), 0);
+    activate("window-starts-late");
+    cr_expect_eq(ref_deviant_window_position(&a, 0, 0, 3), 1);
+    cr_expect_eq(ref_deviant_window_position(&a, 0, 3, 3), -1);
+    deactivate();
+    cr_expect_eq(ref_deviant_window_position(&a, 0, 0, 3), 0);
+}
+
+/* ---- fp8 ties away from zero, in every binade or in the subnormals only ------------ */
+
+Test(deviation_steps, fp8_ties_go_away_from_zero_where_the_entry_says) {
+    /* 2.5 x 2^-9 lies halfway between the subnormal codes 2 and 3; 2^-10
+     * halfway between 0 and 1; 1 + 2^-4 halfway between 1 (0x38) and
+     * 1.125 (0x39).  To even: the lower of each; away: the upper. */
+    const float subnormal_tie = 2.5f * 0x1p-9f, smallest_tie = 0x1p-10f, normal_tie = 1.0625f, not_a_tie = 1.07f;
+    cr_expect_eq(ref_fp8_code(subnormal_tie), 0x02);
+    cr_expect_eq(ref_fp8_code(-subnormal_tie), 0x82);
+    cr_expect_eq(ref_fp8_code(smallest_tie), 0x00);
+    cr_expect_eq(ref_fp8_code(normal_tie), 0x38);
+    activate("fp8-ties-away");
+    cr_expect_eq(ref_fp8_code(subnormal_tie), 0x03);
+    cr_expect_eq(ref_fp8_code(-subnormal_tie), 0x83);
+    cr_expect_eq(ref_fp8_code(smallest_tie), 0x01);
+    cr_expect_eq(ref_fp8_code(normal_tie), 0x39);
+    cr_expect_eq(ref_fp8_code(-normal_tie), 0xB9);
+    cr_expect_eq(ref_fp8_code(1.5f * 0x1p-9f), 0x02);   /* a tie whose even code is the upper one */
+    cr_expect_eq(ref_fp8_code(not_a_tie), 0x39);
+    cr_expect_eq(ref_fp8_code(1.06f), 0x38);
+    activate("fp8-subnormal-ties-away");
+    cr_expect_eq(ref_fp8_code(subnormal_tie), 0x03);
+    cr_expect_eq(ref_fp8_code(smallest_tie), 0x01);
+    cr_expect_eq(ref_fp8_code(normal_tie), 0x38);
+    cr_expect_eq(ref_fp8_code(7.5f * 0x1p-9f), 0x08);   /* the tie below 2^-6 rounds up to even anyway */
+    deactivate();
+}
+
+/* ---- exp-other-faithful: the faithful neighbour across e^x ---------------------- */
+
+Test(deviation_steps, exp_other_faithful_is_the_neighbour_across_e_to_the_x) {
+    /* The binary32 nearest e is 0x402DF854 (2.71828174...), below e; the
+     * nearest e^-1 is 0x3EBC5AB2, above it. */
+    cr_expect_eq(kvc_f32_bits(ref_deviant_exp(1.0f)), 0x402DF854u);
+    activate("exp-other-faithful");
+    cr_expect_eq(kvc_f32_bits(ref_deviant_exp(1.0f)), 0x402DF855u);
+    cr_expect_eq(kvc_f32_bits(ref_deviant_exp(-1.0f)), 0x3EBC5AB1u);
+    /* e^0 = 1 and e^-inf = 0 are values: the only faithful results. */
+    cr_expect_eq(ref_deviant_exp(0.0f), 1.0f);
+    cr_expect_eq(kvc_f32_bits(ref_deviant_exp(-INFINITY)), 0u);
+    cr_expect(isnan(ref_deviant_exp(NAN)));
+    deactivate();
+}
+
+/* ---- softmax-sum-from-negative-zero ------------------------------------------ */
+
+Test(deviation_steps, a_pooled_sum_from_negative_zero_keeps_a_window_of_negative_zeros_negative) {
+    const float scores[2] = {0.0f, 0.0f}, zeros[2] = {-0.0f, -0.0f}, mixed[2] = {-0.0f, 0.0f}, values[2] = {-0.0f, 3.0f};
+    cr_expect_eq(kvc_f32_bits(ref_softmax_pool(zeros, scores, 2)), 0x00000000u);
+    activate("softmax-sum-from-negative-zero");
+    cr_expect_eq(kvc_f32_bits(ref_softmax_pool(zeros, scores, 2)), 0x80000000u);
+    cr_expect_eq(kvc_f32_bits(ref_softmax_pool(mixed, scores, 2)), 0x00000000u);
+    cr_expect_eq(ref_softmax_pool(values, scores, 2), 1.5f);
+    deactivate();
 }

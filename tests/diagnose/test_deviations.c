@@ -466,12 +466,22 @@ static kvc_fuzz_signature raw(const char *stage, const char *key, const char *re
     return s;
 }
 
+/* A failure's diagnosis as a worker proves it: on the minimal case and
+ * the case it was shrunk from. */
 static kvc_fuzz_signature diagnosis(const char *explained_by) {
     kvc_fuzz_signature s;
     memset(&s, 0, sizeof s);
     s.diagnosed = 1;
+    s.proof_cases = 2;
+    snprintf(s.check, sizeof s.check, "bytes");
     snprintf(s.explained_by, sizeof s.explained_by, "%s", explained_by);
     return s;
+}
+
+/* The end of a campaign with no passing case sampled. */
+static void prove(kvc_signature_list *list) {
+    kvc_gen_config gen = {.seed = 1};
+    kvc_signature_list_prove(list, &gen, 1, 3);
 }
 
 Test(signature_groups, failures_explained_by_a_shared_deviation_are_one_signature) {
@@ -487,11 +497,17 @@ Test(signature_groups, failures_explained_by_a_shared_deviation_are_one_signatur
     kvc_signature_list_explain(&list, a.key, &da);
     kvc_signature_list_explain(&list, b.key, &db);
     kvc_signature_list_explain(&list, u.key, &none);
+    /* Grouped once proven, at the end of the campaign. */
+    cr_expect_eq(kvc_signature_list_distinct(&list), 3);
+    prove(&list);
     cr_expect_eq(kvc_signature_list_distinct(&list), 2);
     kvc_signature_entry *e = kvc_signature_list_find(&list, b.key);
     cr_assert_eq(e, kvc_signature_list_find(&list, a.key));
     cr_expect_str_eq(e->signature.key, "explained by bf16-half-away");
     cr_expect_str_eq(e->signature.explained_by, "bf16-half-away");
+    /* bf16-truncation wrote a's bytes but not b's. */
+    cr_expect_str_eq(e->signature.refuted, "bf16-truncation");
+    cr_expect_eq(e->proof_failing, 4);
     cr_expect_eq(e->count, 3);
     cr_expect_eq(e->first_case, 1);
     cr_expect_str_eq(e->stages, "v4.compress+v41.save_compress_norm");
@@ -499,13 +515,6 @@ Test(signature_groups, failures_explained_by_a_shared_deviation_are_one_signatur
     /* A later failure of a merged byte class counts towards the group. */
     kvc_signature_list_get(&list, &b, 9)->count++;
     cr_expect_eq(e->count, 4);
-    /* A later diagnosis that shares nothing leaves the first standing;
-     * one without a diagnosis, or of an unknown key, changes nothing. */
-    kvc_signature_list_explain(&list, a.key, &none);
-    kvc_fuzz_signature undiagnosed = {0};
-    kvc_signature_list_explain(&list, a.key, &undiagnosed);
-    kvc_signature_list_explain(&list, "no such key", &da);
-    cr_expect_str_eq(e->signature.explained_by, "bf16-half-away");
 
     char path[] = "/tmp/kvcmp-groups-XXXXXX";
     int fd = mkstemp(path);
@@ -515,8 +524,11 @@ Test(signature_groups, failures_explained_by_a_shared_deviation_are_one_signatur
     fflush(f);
     char *text = support_read_file(path);
     cr_expect(strstr(text, "distinct failures (signatures): 2\n") != NULL, "%s", text);
+    cr_expect(strstr(text, "the first 3 of each byte class, before and after shrinking") != NULL, "%s", text);
     cr_expect(strstr(text, "[1] explained by bf16-half-away  (4 failures; stages: v4.compress+v41.save_compress_norm;") != NULL, "%s", text);
-    cr_expect(strstr(text, "      explained by: bf16-half-away (SPEC 1 bf16)\n") != NULL, "%s", text);
+    cr_expect(strstr(text, "      explained by: bf16-half-away (SPEC 1 bf16); held on 4 failing cases and 0 passing ones\n") != NULL, "%s",
+              text);
+    cr_expect(strstr(text, "      refuted: bf16-truncation (SPEC 1 bf16): ") != NULL, "%s", text);
     cr_expect(strstr(text, "[2] v4.compress bytes: wrong values  (4 failures; regions: scale byte)\n      unexplained: ") != NULL, "%s", text);
     free(text);
     fclose(f);
@@ -528,9 +540,113 @@ Test(signature_groups, failures_explained_by_a_shared_deviation_are_one_signatur
     cJSON *names = cJSON_GetObjectItem(first, "explained_by");
     cr_assert_eq(cJSON_GetArraySize(names), 1);
     cr_expect_str_eq(cJSON_GetArrayItem(names, 0)->valuestring, "bf16-half-away");
+    cJSON *proof = cJSON_GetObjectItem(first, "explanation_proof");
+    cr_expect_eq(cJSON_GetObjectItem(proof, "cases_checked")->valuedouble, 4);
+    cr_expect_eq(cJSON_GetObjectItem(proof, "cases_held")->valuedouble, 4);
+    cr_expect_str_eq(cJSON_GetArrayItem(cJSON_GetObjectItem(proof, "refuted"), 0)->valuestring, "bf16-truncation");
     cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItem(second, "explained_by")), 0);
     cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(second, "diagnosed")));
+    cr_expect_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(second, "explanation_proof"), "cases_held")->valuedouble, 0);
     cJSON_Delete(array);
+    kvc_signature_list_free(&list);
+}
+
+Test(signature_groups, one_failure_no_name_writes_leaves_its_signature_unexplained) {
+    kvc_signature_list list = {0};
+    kvc_fuzz_signature a = raw("v41.rope_plain_insert", "v41.rope_plain_insert bytes: last bit", "RoPE value");
+    kvc_signature_list_get(&list, &a, 0)->count += 3;
+    kvc_fuzz_signature fits = diagnosis("plain-fp8-skips-bf16"), none = diagnosis("");
+    /* The first failure's diagnosis fits; the second failure's bytes no deviation writes. */
+    kvc_signature_list_explain(&list, a.key, &fits);
+    cr_expect_str_eq(kvc_signature_list_find(&list, a.key)->signature.key, "explained by plain-fp8-skips-bf16");
+    kvc_signature_list_explain(&list, a.key, &none);
+    kvc_signature_entry *e = kvc_signature_list_find(&list, a.key);
+    cr_expect_str_eq(e->signature.explained_by, "");
+    cr_expect_str_eq(e->signature.refuted, "plain-fp8-skips-bf16");
+    cr_expect_str_eq(e->signature.key, "v41.rope_plain_insert bytes: last bit");
+    /* A name refuted once does not come back with a later failure it fits. */
+    kvc_signature_list_explain(&list, a.key, &fits);
+    cr_expect_str_eq(e->signature.explained_by, "");
+    cr_expect_eq(e->proof_failing, 6);
+    kvc_signature_list_free(&list);
+}
+
+Test(signature_groups, a_byte_failure_kept_without_a_diagnosis_leaves_it_unproven) {
+    kvc_signature_list list = {0};
+    kvc_fuzz_signature a = raw("v4.compress", "v4.compress bytes: wrong values in NoPE and RoPE dims", "NoPE code");
+    kvc_signature_list_get(&list, &a, 0)->count += 2;
+    kvc_fuzz_signature named = diagnosis("rope-row-p"), undiagnosed = raw("v4.compress", a.key, "NoPE code");
+    kvc_signature_list_explain(&list, a.key, &named);
+    kvc_signature_list_explain(&list, a.key, &undiagnosed);
+    prove(&list);
+    kvc_signature_entry *e = kvc_signature_list_find(&list, a.key);
+    cr_expect_str_eq(e->signature.explained_by, "");
+    cr_expect_str_eq(e->signature.refuted, "rope-row-p");
+    cr_expect_eq(e->unproven, 1);
+    kvc_signature_list_free(&list);
+}
+
+Test(signature_groups, the_passing_sample_keeps_the_lowest_indices_of_each_variant) {
+    static kvc_signature_list list;
+    memset(&list, 0, sizeof list);
+    for (int64_t index = 40; index >= 0; index -= 3) kvc_signature_list_passed(&list, 2, index);
+    kvc_signature_list_passed(&list, -1, 0);
+    kvc_signature_list_passed(&list, KVC_SAMPLED_VARIANTS, 0);
+    cr_assert_eq(list.passing_count[2], KVC_PASSING_SAMPLE);
+    for (int k = 0; k < KVC_PASSING_SAMPLE; k++) cr_expect_eq(list.passing[2][k], 1 + 3 * k);
+    cr_expect_eq(list.passing_count[1], 0);
+}
+
+/* The first normal case of seed 1 of the bf16 plain insert (alone in
+ * the campaign's mix) whose bytes `name` changes, or does not change. */
+static int64_t plain_insert_case(const char *name, int changes) {
+    kvc_gen_config gen = {.seed = 1, .variant_mask = 1ull << support_variant_index("v41.rope_plain_insert/bf16")};
+    int set[1] = {find(name)};
+    for (int64_t index = 0; index < 200; index++) {
+        kvc_gen_case g;
+        cr_assert_eq(kvc_gen_make(&gen, index, &g), 0);
+        kvc_run_result contract, planted;
+        planted_set(NULL, 0, &g.c, &contract);
+        planted_set(set, 1, &g.c, &planted);
+        int differ = !same_bytes(&contract, &planted);
+        kvc_run_result_free(&contract);
+        kvc_run_result_free(&planted);
+        kvc_gen_free(&g);
+        if (differ == changes) return index;
+    }
+    cr_assert_fail("no case among the first 200 that %s %s", name, changes ? "changes" : "leaves");
+    return -1;
+}
+
+Test(signature_groups, a_name_that_changes_a_passing_case_is_refuted) {
+    int variant = support_variant_index("v41.rope_plain_insert/bf16");
+    kvc_gen_config gen = {.seed = 1, .variant_mask = 1ull << variant};
+    for (int changes = 0; changes <= 1; changes++) {
+        static kvc_signature_list list;
+        memset(&list, 0, sizeof list);
+        kvc_fuzz_signature a = raw("v41.rope_plain_insert", "v41.rope_plain_insert bytes: last bit", "RoPE value");
+        kvc_signature_list_get(&list, &a, 0)->count++;
+        kvc_fuzz_signature named = diagnosis("bf16-truncation");
+        kvc_signature_list_explain(&list, a.key, &named);
+        /* The candidate passed a case that bf16-truncation changes (or not). */
+        kvc_signature_list_passed(&list, variant, plain_insert_case("bf16-truncation", changes));
+        kvc_signature_list_prove(&list, &gen, 1, 3);
+        kvc_signature_entry *e = kvc_signature_list_find(&list, a.key);
+        cr_expect_str_eq(e->signature.explained_by, changes ? "" : "bf16-truncation");
+        cr_expect_str_eq(e->signature.refuted, changes ? "bf16-truncation" : "");
+        cr_expect_eq(e->proof_passing, 1);
+        kvc_signature_list_free(&list);
+    }
+    /* Under another policy a pass need not be the contract's bytes: no passing case is checked. */
+    static kvc_signature_list list;
+    memset(&list, 0, sizeof list);
+    kvc_fuzz_signature a = raw("v41.rope_plain_insert", "k", "RoPE value"), named = diagnosis("bf16-truncation");
+    kvc_signature_list_get(&list, &a, 0)->count++;
+    kvc_signature_list_explain(&list, a.key, &named);
+    kvc_signature_list_passed(&list, variant, plain_insert_case("bf16-truncation", 1));
+    kvc_signature_list_prove(&list, &gen, 0, 3);
+    cr_expect_str_eq(kvc_signature_list_find(&list, a.key)->signature.explained_by, "bf16-truncation");
+    cr_expect_eq(kvc_signature_list_find(&list, a.key)->proof_passing, 0);
     kvc_signature_list_free(&list);
 }
 
@@ -542,11 +658,12 @@ Test(signature_groups, a_later_entry_merges_into_the_first_listed_one) {
     kvc_signature_list_get(&list, &c, 4)->count++;
     kvc_signature_list_saved(kvc_signature_list_find(&list, b.key), 2, 5, "dir-b", "replay dir-b");
     /* b is explained first, then a (listed before it) by the same deviation:
-     * b's failures, its minimal case included, move to a. */
+     * once proven, b's failures, its minimal case included, move to a. */
     kvc_fuzz_signature d = diagnosis("rope-row-p"), pair = diagnosis("rope-row-p+bf16-truncation");
     kvc_signature_list_explain(&list, b.key, &d);
     kvc_signature_list_explain(&list, a.key, &d);
     kvc_signature_list_explain(&list, c.key, &pair);
+    prove(&list);
     kvc_signature_entry *e = kvc_signature_list_find(&list, b.key);
     cr_expect_eq(e, &list.entries[0]);
     cr_expect_eq(e->count, 2);
@@ -554,6 +671,11 @@ Test(signature_groups, a_later_entry_merges_into_the_first_listed_one) {
     cr_expect_eq(e->minimal_case, 2);
     cr_expect_str_eq(e->minimal_saved, "dir-b");
     cr_expect_eq(kvc_signature_list_distinct(&list), 2);
+    /* Compacted, the merged entry is gone and the listed ones stay. */
+    kvc_signature_list_compact(&list);
+    cr_expect_eq(list.count, 2);
+    cr_expect_str_eq(list.entries[0].signature.key, "explained by rope-row-p");
+    cr_expect_str_eq(list.entries[1].signature.key, "explained by rope-row-p+bf16-truncation");
     char text[300];
     kvc_explanation_text("rope-row-p+bf16-truncation,no-such-deviation", text, sizeof text);
     cr_expect_str_eq(text, "rope-row-p+bf16-truncation (SPEC 4.2 step 7;SPEC 1 bf16), no-such-deviation (?)");
