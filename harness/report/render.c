@@ -358,7 +358,7 @@ static const char *parity_intro =
     "Every case under the given directories is run through the reference and its expected tensors (NAME.out.npy, "
     "written by the upstream implementation named in case.json \"source\") are compared byte for byte. Where they "
     "differ, each element is measured in steps of its format and given one cause. Known upstream differences "
-    "(SEMANTICS.md section 7): the AVX-512 CPU port floors the scale after the division (byte 114 on D=512 blocks "
+    "(SPEC.md 4.2 step 9): the AVX-512 CPU port floors the scale after the division (byte 114 on D=512 blocks "
     "whose magnitude is at most 448*2^-14, where the contract gives 105..113), flushes subnormals in its bf16 store, "
     "and handles NaN differently; vLLM's own tests tolerate 1 fp8 step, 1 bf16 ulp and 1 scale step.";
 

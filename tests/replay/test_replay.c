@@ -1,6 +1,6 @@
 /* Replay of the shared corpora through the reference: every spec case
  * bit-exact, every Triton and eager case bit-exact, and the CPU port's
- * known disagreement (SEMANTICS.md section 7) found exactly where it is
+ * known disagreement (SPEC.md 4.2 step 9) found exactly where it is
  * documented: D = 512 cases with small norm weights, in scale bytes and
  * the codes of those blocks.  Those are listed, never counted as test
  * failures, and never tuned to. */
@@ -76,7 +76,7 @@ static int case_is_d512_small_weight(const char *dir) {
 
 static void check_cpu_port_case(const char *dir, const kvc_compare_report *report, int failed) {
     if (!failed) return;
-    /* A failure is acceptable only where SEMANTICS.md section 7 says. */
+    /* A failure is acceptable only where SPEC.md 4.2 step 9 says (the scale floor). */
     cr_expect(case_is_d512_small_weight(dir), "unexpected CPU-port difference in %s", dir);
     for (int region = 0; region < KVC_REGION_COUNT; region++) {
         if (region == KVC_REGION_SCALE_BYTE || region == KVC_REGION_NOPE_CODE) continue;
@@ -86,7 +86,7 @@ static void check_cpu_port_case(const char *dir, const kvc_compare_report *repor
     cr_expect_gt(report->failing[KVC_REGION_SCALE_BYTE], 0, "%s fails without a scale-byte difference", dir);
     char summary[700];
     kvc_report_summary(report, summary, sizeof summary);
-    printf("known upstream difference (vLLM CPU port floors the scale after dividing by 448; SEMANTICS.md 7): %s: %s\n", dir,
+    printf("known upstream difference (vLLM CPU port floors the scale after dividing by 448; SPEC.md 4.2 step 9): %s: %s\n", dir,
            summary);
 }
 

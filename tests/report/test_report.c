@@ -343,7 +343,7 @@ Test(report_parity, nan_bits_and_last_bit_are_told_apart) {
 }
 
 /* The shared corpus: the CPU port's D = 512 cases with small norm weights
- * differ only by the scale floor (SEMANTICS.md section 7); Triton and the
+ * differ only by the scale floor (SPEC.md 4.2 step 9); Triton and the
  * eager reference agree bit for bit. */
 Test(report_parity, cpu_port_small_norm_weight_cases_are_the_scale_floor, .timeout = 120) {
     char path[512];
