@@ -113,7 +113,7 @@ wrap-check: $(BUILD)/examples/wrap_reference.so $(BUILD)/kvcmp
 	  --json reports/fuzz-wrap-reference.json --junit $(JUNIT_DIR)/fuzz-wrap-reference.xml
 
 # The fp32 inputs whose exp lies next to a rounding boundary, which
-# harness/fuzz/gen.c includes (fixtures/exp-boundaries/README.md).  A
+# harness/fuzz/gen_values.c includes (fixtures/exp-boundaries/README.md).  A
 # source file, not a fixture: the build needs it.  Written to a temporary
 # file first, so that a failed run leaves the list as it was.
 $(BUILD)/exp-boundaries: tools/exp_boundaries.c

@@ -4,7 +4,7 @@
  * double and rounded once to fp32 is correctly rounded unless its error
  * reaches that distance (2^7 double ulps); an approximate fp32 exp gets
  * these wrong first.  The generator's exp_boundary family puts them into
- * score windows (harness/fuzz/gen.c).
+ * score windows (harness/fuzz/gen_values.c).
  *
  * Every float of the range is screened in double, then each candidate's
  * distance is measured with MPFR at 200 bits.  Run once, by

@@ -120,7 +120,7 @@ Test(harness_self, generator_reaches_every_dimension_at_a_fixed_seed, .timeout =
 
 /* The aliased-buffers check (SPEC.md 8.1) is a condition of the check,
  * drawn from each case's salt: within the first 1200 cases of seed 1
- * (salts as fuzz.c's case_salt makes them) it is drawn, for a small share. */
+ * (salts as worker.c's case_salt makes them) it is drawn, for a small share. */
 Test(harness_self, aliased_buffers_drawn_at_a_fixed_seed) {
     kvc_fuzz_target target = {.reference = &kvc_reference_backend, .candidate = &kvc_reference_backend, .threads = 1};
     int drawn = 0;

@@ -1,0 +1,87 @@
+/* What the generator's files share (gen.c: tables, case assembly and
+ * entry points; gen_values.c: values, raw bit patterns, edges row by row,
+ * padding slots; gen_variants.c: V4 and V4.1 cases; gen_invalid.c:
+ * invalid metadata). */
+#ifndef KVCMP_HARNESS_FUZZ_GEN_INTERNAL_H
+#define KVCMP_HARNESS_FUZZ_GEN_INTERNAL_H
+
+#include "kvcmp/generate.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#include "harness/fuzz/edges.h"
+#include "kvcmp/formats.h"
+#include "kvcmp/kvcmp.h"
+
+/* ldexpf(x, k) for finite x and |k| < 900: the double product is exact,
+ * and its conversion rounds it once to fp32, as ldexpf does (subnormal
+ * results included), without a libm call per value. */
+static inline float ldexpf_exact(float x, int k) {
+    uint64_t bits = (uint64_t)(1023 + k) << 52;
+    double two_k;
+    memcpy(&two_k, &bits, sizeof two_k);
+    return (float)((double)x * two_k);
+}
+
+/* x * 2^k with k drawn from [lo, hi] after x. */
+static inline float scaled(kvc_rng *r, float x, int lo, int hi) { return ldexpf_exact(x, (int)kvc_rng_range(r, lo, hi)); }
+static inline float random_sign(kvc_rng *r, float x) { return kvc_rng_chance(r, 1, 2) ? x : -x; }
+
+#define MAX_TOKENS 1100   /* the large_batch dimension's save batches: past 8 MiB of state rows */
+#define SMALL_TOKENS 96   /* every other case */
+#define MAX_REQUESTS 16   /* a wide batch; most cases have 1 to 3 */
+
+typedef struct {
+    kvc_rng *r;
+    kvc_case *c;
+    int family;
+    int stage;
+    int32_t ratio, head_dim;
+    /* tokens */
+    int64_t T;
+    int num_requests;
+    int64_t pos[MAX_TOKENS];
+    int32_t req[MAX_TOKENS];
+    int64_t slot[MAX_TOKENS];
+    int64_t kv_slot[MAX_TOKENS];
+    int64_t start[MAX_REQUESTS], count[MAX_REQUESTS];
+    unsigned dimensions;     /* KVC_DIM_* */
+    float fp8_scale;         /* an adversarial per-tensor scale, or 0 */
+    float fp8_probe;         /* the bf16 value whose fp8 code it splits */
+    const char *rule;        /* the validation rule a corruption targets */
+    kvc_rng *edge_rng;       /* the bounds' own draws (harness/fuzz/edges.c) */
+    unsigned edges;          /* KVC_EDGE_* bits a corruption put there */
+    int geometry_pool;       /* kvc_gen_config's */
+    uint64_t seed;
+} gen;
+
+/* gen.c */
+int64_t pick_page_rows(gen *g, const int64_t *table, int n, uint64_t which);
+void *tensor(gen *g, const char *name, kvc_dtype dtype, int ndim, int64_t d0, int64_t d1, int64_t d2);
+void fill_values(gen *g, float *dst, int64_t n, int role);
+void fill_bytes(gen *g, void *dst, int64_t n);
+void fill_filler(gen *g, float *dst, int64_t n);
+void fill_state_rows(gen *g, float *cache, int64_t rows, int64_t width, const uint8_t *read);
+void shuffle(kvc_rng *r, int64_t *v, int64_t n);
+void plan_requests(gen *g, int max_history, int max_chunk);
+void append_padding(gen *g);
+void put_positions(gen *g);
+int64_t assign_output_rows(gen *g, int64_t *rows_out, int64_t *page_rows);
+void put_cos_sin(gen *g);
+
+/* gen_values.c */
+void edge_block(kvc_rng *r, float *block, int family);
+void apply_bit_patterns(gen *g);
+void shape_edge_rows(gen *g);
+void other_padding_slots(gen *g);
+
+/* gen_variants.c */
+void gen_v4(gen *g);
+void gen_v41_norm(gen *g, int forward);
+void gen_v41_insert(gen *g, kvc_cache_dtype dtype);
+
+/* gen_invalid.c */
+void corrupt(gen *g, char *what, size_t what_size);
+
+#endif
