@@ -59,7 +59,7 @@ typedef struct {
     int64_t only;             /* >= 0: just this case */
     int shard_index, shard_count;
     int jobs, threads;
-    int max_failures;         /* distinct signatures that end the campaign */
+    int max_failures;         /* root causes that end the campaign (kvc_signature_list_root_causes) */
     int max_per_signature;    /* failures of one signature printed and saved */
     int threads_given;        /* --threads: else each case draws its own */
     int invalid_per_mille;
@@ -73,7 +73,9 @@ typedef struct {
     const char *candidate_name;
     const char *json_path;
     const char *out_dir;
-    char command[700];           /* how __REPRO lines run kvcmp, with KVCMP_PYTHON=... for a py: candidate */
+    char command[1400];          /* how __REPRO lines run kvcmp, with TRITON_CACHE_DIR=... KVCMP_PYTHON=... for a py: candidate */
+    char triton_cache[600];      /* a py: candidate: the workers' TRITON_CACHE_DIR ("" otherwise) */
+    int triton_cache_set;        /* the campaign set it (OUT/triton-cache): the user had not */
     const char *junit_path;
     const char *stage_list;
     const char *family_list;
@@ -155,7 +157,7 @@ typedef struct {
     char broken[600];         /* why the cases cannot be counted as run once each ("": they can) */
     char no_verdict[600];     /* why the campaign proves nothing either way ("": it does) */
     double first_start_at;    /* since started: when the first case began (the parent's clock); < 0: none began */
-    int max_failures_reached; /* --max-failures distinct signatures stopped it */
+    int max_failures_reached; /* --max-failures root causes stopped it */
     int jobs_abandoned;       /* jobs whose workers kept dying and were not replaced */
     const char *stopped_by;   /* kvc_campaign_summary.stopped_by */
     kvc_signature_list signatures;

@@ -95,9 +95,19 @@ static int resolve_options(const kvc_campaign_options *in, fuzz_options *o) {
     int python_candidate = in->candidate && strncmp(in->candidate, "py:", 3) == 0;
     o->geometry_pool = in->geometry_pool >= 0 ? in->geometry_pool : python_candidate ? 4 : 0;
     if (python_candidate) {
-        char python[300];
+        /* JIT-compiled kernels (Triton) are kept under --out unless the
+         * user chose a cache: the workers compile into it (kvc_campaign_run
+         * sets it before they start) and REPRO lines reuse it. */
+        const char *triton = getenv("TRITON_CACHE_DIR");
+        if (triton && triton[0]) snprintf(o->triton_cache, sizeof o->triton_cache, "%s", triton);
+        else snprintf(o->triton_cache, sizeof o->triton_cache, "%s/triton-cache", o->out_dir);
+        o->triton_cache_set = !(triton && triton[0]);
+        char python[300], cache[4 * sizeof o->triton_cache + 8];
         kvc_shell_quote(kvc_pyworker_python(), python, sizeof python);
-        snprintf(o->command, sizeof o->command, "KVCMP_PYTHON=%s %s", python, in->command ? in->command : kvc_invocation());
+        kvc_shell_quote(o->triton_cache, cache, sizeof cache);
+        int n = snprintf(o->command, sizeof o->command, "TRITON_CACHE_DIR=%s ", cache);
+        if (n < 0 || (size_t)n >= sizeof o->command) n = 0;   /* a path too long to quote here: REPRO lines without it */
+        snprintf(o->command + n, sizeof o->command - (size_t)n, "KVCMP_PYTHON=%s %s", python, in->command ? in->command : kvc_invocation());
     } else {
         snprintf(o->command, sizeof o->command, "%s", in->command ? in->command : kvc_invocation());
     }
@@ -201,6 +211,9 @@ static int run_campaign(fuzz_options *o, const kvc_backend *candidate, const cha
             for (int j = 0; j < o->jobs && kvc_gpu_for_job(j, device, sizeof device); j++) fprintf(stderr, " job %d: %s", j, device);
             fprintf(stderr, "\n");
         }
+        if (o->triton_cache[0])
+            fprintf(stderr, "kvcmp fuzz: compiled Triton kernels are kept in %s (TRITON_CACHE_DIR%s); REPRO lines reuse them\n",
+                    o->triton_cache, o->triton_cache_set ? ", under --out" : ", as set");
         if (o->only >= 0) fprintf(stderr, "kvcmp fuzz: running case %lld only\n", (long long)o->only);
         else if (o->cases >= 0) fprintf(stderr, "kvcmp fuzz: running %lld cases\n", (long long)o->cases);
         else fprintf(stderr, "kvcmp fuzz: running for %.0f s\n", o->seconds);
@@ -278,7 +291,11 @@ int kvc_campaign_run(const kvc_campaign_options *options, kvc_campaign_summary *
     if (!rc && o.stage_list && strcmp(o.stage_list, "offered") == 0) o.variant_mask = kvc_backend_variant_mask(candidate);
     if (!rc) {
         if (o.only >= 0) { o.jobs = 1; o.max_failures = 1; }
+        /* In the campaign's environment before any worker starts, and only
+         * for the campaign: a library caller's environment is left as it was. */
+        if (o.triton_cache_set) setenv("TRITON_CACHE_DIR", o.triton_cache, 1);
         rc = run_campaign(&o, candidate, label, started, summary);
+        if (o.triton_cache_set) unsetenv("TRITON_CACHE_DIR");
     }
     kvc_interrupt_uninstall();
     summary->exit_code = rc;

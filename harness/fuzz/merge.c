@@ -106,7 +106,10 @@ static int add_signature(merged *m, const cJSON *item, const char *path, double 
         (whole_number(item, "minimal_case", 0, path, "a signature's ", &minimal_case, error, size) ||
          whole_number(item, "minimal_tokens", 0, path, "a signature's ", &tokens, error, size)))
         return -1;
-    snprintf(s.key, sizeof s.key, "%s", key);
+    /* Matched by byte class: a signature explained in one shard and not
+     * in another is one entry, whose explanation must hold in both. */
+    const char *byte_class = string_of(item, "byte_class");
+    snprintf(s.key, sizeof s.key, "%s", byte_class && byte_class[0] ? byte_class : key);
     snprintf(s.stage, sizeof s.stage, "%s", string_of(item, "stage") ? string_of(item, "stage") : "");
     snprintf(s.check, sizeof s.check, "%s", string_of(item, "check") ? string_of(item, "check") : "");
     snprintf(s.regions, sizeof s.regions, "%s", string_of(item, "regions") ? string_of(item, "regions") : "");
@@ -130,15 +133,42 @@ static int add_signature(merged *m, const cJSON *item, const char *path, double 
                                      string_of(item, "minimal_repro") ? string_of(item, "minimal_repro") : "");
         }
     }
-    /* The shards' diagnoses: entries that share a deviation are one signature here too. */
+    /* The shards' diagnoses with their proofs (explanation_proof): a name
+     * refuted in one shard, or an explanation that did not hold on every
+     * case a shard checked, explains nothing in the merge; entries that
+     * share a deviation are one signature here too. */
     if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(item, "diagnosed"))) {
         kvc_fuzz_signature diagnosis = {.diagnosed = 1};
-        const cJSON *name;
+        const cJSON *name, *proof = cJSON_GetObjectItemCaseSensitive(item, "explanation_proof");
         size_t n = 0;
         cJSON_ArrayForEach(name, cJSON_GetObjectItemCaseSensitive(item, "explained_by"))
             if (cJSON_IsString(name) && n < sizeof diagnosis.explained_by)
                 n += (size_t)snprintf(diagnosis.explained_by + n, sizeof diagnosis.explained_by - n, "%s%s", n ? "," : "", name->valuestring);
-        kvc_signature_list_explain(&m->list, key, &diagnosis);
+        n = 0;
+        cJSON_ArrayForEach(name, cJSON_GetObjectItemCaseSensitive(proof, "refuted"))
+            if (cJSON_IsString(name) && n < sizeof diagnosis.refuted)
+                n += (size_t)snprintf(diagnosis.refuted + n, sizeof diagnosis.refuted - n, "%s%s", n ? "," : "", name->valuestring);
+        double failing = 0, passing = 0, checked = 0, held = 0, not_diagnosed = 0;
+        if (cJSON_IsObject(proof) &&
+            (whole_number(proof, "failing_cases_checked", 0, path, "a signature's explanation_proof ", &failing, error, size) ||
+             whole_number(proof, "passing_cases_checked", 0, path, "a signature's explanation_proof ", &passing, error, size) ||
+             whole_number(proof, "cases_checked", 0, path, "a signature's explanation_proof ", &checked, error, size) ||
+             whole_number(proof, "cases_held", 0, path, "a signature's explanation_proof ", &held, error, size) ||
+             whole_number(proof, "failures_not_diagnosed", 0, path, "a signature's explanation_proof ", &not_diagnosed, error, size)))
+            return -1;
+        if (checked != failing + passing || held > checked) {
+            snprintf(error, size, "%s: a signature's explanation_proof counts disagree (checked %.0f, failing %.0f + passing %.0f, held %.0f): "
+                     "not a summary kvcmp fuzz wrote (give the file itself, unedited)", path, checked, failing, passing, held);
+            return -1;
+        }
+        /* An explanation the shard kept holds on every case it checked. */
+        if (diagnosis.explained_by[0] && held < checked) {
+            n = strlen(diagnosis.refuted);
+            snprintf(diagnosis.refuted + n, sizeof diagnosis.refuted - n, "%s%s", n ? "," : "", diagnosis.explained_by);
+            diagnosis.explained_by[0] = 0;
+        }
+        diagnosis.proof_cases = (int)failing;
+        kvc_signature_list_add_proof(&m->list, s.key, &diagnosis, (int64_t)passing, (int64_t)held, (int64_t)not_diagnosed);
     }
     return 0;
 }

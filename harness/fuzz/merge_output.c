@@ -227,6 +227,7 @@ int kvc_cmd_merge(int argc, char **argv) {
             rc = 2;
         }
     if (rc == 0) {
+        kvc_signature_list_settle(&m.list);
         kvc_signature_list_compact(&m.list);
         if (m.list.count) qsort(m.list.entries, (size_t)m.list.count, sizeof *m.list.entries, compare_entries);
         for (int i = 0; i < m.list.count; i++) m.list.entries[i].group = i;   /* each listed where it now is */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "harness/diagnose/diagnose.h"
+#include "harness/diagnose/locate.h"
 #include "harness/report/run_info.h"
 #include "kvcmp/backends.h"
 #include "kvcmp/deviations.h"
@@ -72,6 +73,65 @@ int kvc_signature_list_distinct(const kvc_signature_list *list) {
     return n;
 }
 
+const char *const kvc_root_cause_rule =
+    "signatures explained by a shared deviation are one root cause; an unexplained one is one per stage and place where its first "
+    "wrong value arises (or per check and cause when no value differs)";
+
+void kvc_signature_root_key(const kvc_signature_entry *e, char *out, size_t size) {
+    const kvc_fuzz_signature *s = &e->signature;
+    const char *origin = "";
+    int unclassed = strcmp(s->cause, "last bit") == 0 || strncmp(s->cause, "wrong values", 12) == 0;
+    if (strcmp(s->check, "bytes") == 0 && unclassed) {
+        origin = kvc_locus_origin(&e->locus, s->stage);
+        if (!origin[0]) origin = kvc_locus_dims(&e->locus);
+    }
+    if (origin[0]) snprintf(out, size, "%s | %s%s", s->stage, origin, s->rejected_input ? " | rejected input" : "");
+    else snprintf(out, size, "%s | %s: %s%s", s->stage, s->check, s->cause[0] ? s->cause : s->regions, s->rejected_input ? " | rejected input" : "");
+}
+
+static int share_an_item(const char *a, const char *b, char sep);
+
+int kvc_signature_list_root_causes(const kvc_signature_list *list, int *root) {
+    int n = list->count, roots = 0;
+    int *parent = malloc((size_t)(n ? n : 1) * sizeof *parent);
+    char (*keys)[300] = malloc((size_t)(n ? n : 1) * sizeof *keys);
+    if (!parent || !keys) { free(parent); free(keys); return kvc_signature_list_distinct(list); }
+    for (int i = 0; i < n; i++) {
+        parent[i] = i;
+        const kvc_signature_entry *e = &list->entries[i];
+        if (e->group == i && !e->signature.explained_by[0]) kvc_signature_root_key(e, keys[i], sizeof keys[i]);
+        else keys[i][0] = 0;
+    }
+    /* Union of the listed entries that share a deviation or, unexplained, a root key. */
+    for (int i = 0; i < n; i++) {
+        const kvc_signature_entry *e = &list->entries[i];
+        if (e->group != i) continue;
+        for (int j = 0; j < i; j++) {
+            const kvc_signature_entry *o = &list->entries[j];
+            if (o->group != j) continue;
+            int same = e->signature.explained_by[0] ? o->signature.explained_by[0] &&
+                                                          share_an_item(e->signature.explained_by, o->signature.explained_by, ',')
+                                                    : !o->signature.explained_by[0] && strcmp(keys[i], keys[j]) == 0;
+            if (!same) continue;
+            int a = i, b = j;
+            while (parent[a] != a) a = parent[a];
+            while (parent[b] != b) b = parent[b];
+            if (a != b) parent[a > b ? a : b] = a < b ? a : b;
+        }
+    }
+    int *number = root ? root : NULL;
+    for (int i = 0; i < n; i++) {
+        int r = i;
+        while (parent[r] != r) r = parent[r];
+        if (list->entries[i].group != i) { if (number) number[i] = 0; continue; }
+        if (r == i) roots++;
+        if (number) number[i] = r == i ? roots : number[r];
+    }
+    free(parent);
+    free(keys);
+    return roots;
+}
+
 void kvc_signature_list_compact(kvc_signature_list *list) {
     group_and_fold(list);
     int kept = 0;
@@ -103,6 +163,13 @@ static int list_has(const char *list, const char *item, char sep) {
     char x[200];
     for (const char *p = list; next_item(&p, sep, x, sizeof x);)
         if (strcmp(x, item) == 0) return 1;
+    return 0;
+}
+
+static int share_an_item(const char *a, const char *b, char sep) {
+    char x[200];
+    for (const char *p = a; next_item(&p, sep, x, sizeof x);)
+        if (list_has(b, x, sep)) return 1;
     return 0;
 }
 
@@ -182,8 +249,11 @@ static void merge(kvc_signature_list *list, kvc_signature_entry *keep, kvc_signa
     narrow(keep, drop->signature.explained_by);
     kvc_locus_add(&keep->locus, &drop->locus);
     keep->proof_failing += drop->proof_failing;
+    keep->proof_held += drop->proof_held;
+    keep->from_summaries |= drop->from_summaries;
+    keep->passing_elsewhere += drop->passing_elsewhere;
     /* A passing case both were checked on counts once. */
-    keep->proof_passing = 0;
+    keep->proof_passing = keep->passing_elsewhere;
     for (int v = 0; v < KVC_SAMPLED_VARIANTS; v++) {
         keep->passing_checked[v] |= drop->passing_checked[v];
         keep->proof_passing += __builtin_popcount(keep->passing_checked[v]);
@@ -216,6 +286,30 @@ void kvc_signature_list_explain(kvc_signature_list *list, const char *key, const
         if (!list_has(e->signature.refuted, item, ',')) list_append(kept, sizeof kept, item, ',');
     snprintf(e->signature.explained_by, sizeof e->signature.explained_by, "%s", kept);
     explained_key(e);
+}
+
+void kvc_signature_list_add_proof(kvc_signature_list *list, const char *key, const kvc_fuzz_signature *diagnosed, int64_t passing,
+                                  int64_t held, int64_t not_diagnosed) {
+    kvc_signature_entry *e = kvc_signature_list_find(list, key);
+    if (!e) return;
+    kvc_signature_list_explain(list, key, diagnosed);
+    e->from_summaries = 1;
+    e->proof_passing += passing;
+    e->passing_elsewhere += passing;
+    e->proof_held += held;
+    e->unproven += (int)not_diagnosed;
+}
+
+void kvc_signature_list_settle(kvc_signature_list *list) {
+    for (int i = 0; i < list->count; i++) {
+        kvc_signature_entry *e = &list->entries[i];
+        if (!e->from_summaries || !e->signature.explained_by[0]) continue;
+        if (e->unproven || e->proof_held < e->proof_failing + e->proof_passing) {
+            refute_missing(e, e->signature.explained_by, "");
+            e->signature.explained_by[0] = 0;
+            explained_key(e);
+        }
+    }
 }
 
 void kvc_signature_list_passed(kvc_signature_list *list, int variant, int64_t index) {
@@ -404,6 +498,11 @@ void kvc_signature_entry_text(int number, const kvc_signature_entry *e, char *ou
                                                       "composed (up to 4), writes these bytes on every case checked%s\n",
                            e->unproven ? " (some failures could not be diagnosed)" : "");
         if ((size_t)n >= size) return;
+        int64_t checked = e->proof_failing + e->proof_passing;
+        if (e->from_summaries && !explanation[0] && e->proof_held < checked)
+            n += snprintf(out + n, size - (size_t)n, "      proof across the summaries merged: held on %lld of the %lld cases checked\n",
+                          (long long)e->proof_held, (long long)checked);
+        if ((size_t)n >= size) return;
         if (e->signature.refuted[0]) {
             char refuted[600];
             kvc_explanation_text(e->signature.refuted, refuted, sizeof refuted);
@@ -451,11 +550,16 @@ static cJSON *explained_json(const char *explained_by) {
 
 cJSON *kvc_signature_list_json(const kvc_signature_list *list) {
     cJSON *array = cJSON_CreateArray();
+    int *root = calloc((size_t)(list->count ? list->count : 1), sizeof *root);
+    if (root) kvc_signature_list_root_causes(list, root);
     for (int i = 0; i < list->count; i++) {
         const kvc_signature_entry *e = &list->entries[i];
         if (e->group != i) continue;
         cJSON *item = cJSON_CreateObject();
         cJSON_AddStringToObject(item, "signature", e->signature.key);
+        /* What kvcmp merge matches signatures of shards by. */
+        cJSON_AddStringToObject(item, "byte_class", e->raw_key);
+        if (root) cJSON_AddNumberToObject(item, "root_cause", root[i]);
         cJSON_AddStringToObject(item, "stage", e->signature.stage);
         cJSON_AddStringToObject(item, "stages", e->stages);
         cJSON_AddStringToObject(item, "check", e->signature.check);
@@ -471,7 +575,10 @@ cJSON *kvc_signature_list_json(const kvc_signature_list *list) {
             cJSON_AddNumberToObject(proof, "failing_cases_checked", (double)e->proof_failing);
             cJSON_AddNumberToObject(proof, "passing_cases_checked", (double)e->proof_passing);
             cJSON_AddNumberToObject(proof, "cases_checked", (double)checked);
-            cJSON_AddNumberToObject(proof, "cases_held", (double)(e->signature.explained_by[0] ? checked : 0));
+            /* Read from summaries: what held there, summed (an entry whose
+             * explanation failed in one is unexplained, kvc_signature_list_settle). */
+            int64_t held = e->from_summaries ? e->proof_held : e->signature.explained_by[0] ? checked : 0;
+            cJSON_AddNumberToObject(proof, "cases_held", (double)held);
             cJSON_AddNumberToObject(proof, "failures_not_diagnosed", e->unproven);
             cJSON_AddItemToObject(proof, "refuted", explained_json(e->signature.refuted));
         }
@@ -489,6 +596,7 @@ cJSON *kvc_signature_list_json(const kvc_signature_list *list) {
         }
         cJSON_AddItemToArray(array, item);
     }
+    free(root);
     return array;
 }
 

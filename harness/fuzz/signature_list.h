@@ -57,6 +57,9 @@ typedef struct {
     int64_t proof_passing;          /* passing cases of its stages it was checked on */
     uint8_t passing_checked[KVC_SAMPLED_VARIANTS];    /* which: bit k of [v], the k-th sampled case of variant v */
     int unproven;                   /* kept byte failures that were not diagnosed */
+    int from_summaries;             /* read from campaign summaries (kvcmp merge): the proof counts are theirs */
+    int64_t passing_elsewhere;      /* passing cases checked in the summaries merged (not in passing_checked) */
+    int64_t proof_held;             /* from_summaries: the cases on which the summaries' explanations held */
     char **saved_dirs;              /* every case saved for it (owned) */
     int num_saved;
 } kvc_signature_entry;
@@ -83,6 +86,18 @@ kvc_signature_entry *kvc_signature_list_find(kvc_signature_list *list, const cha
  * with one unexplained failure is unexplained.  A byte or status failure
  * saved without a diagnosis leaves the entry unproven. */
 void kvc_signature_list_explain(kvc_signature_list *list, const char *key, const kvc_fuzz_signature *diagnosed);
+/* A summary's diagnosis of byte-class key `key` (kvcmp merge: its
+ * "explained_by" and "explanation_proof"): as kvc_signature_list_explain
+ * (names refuted there stay refuted), and the proof counts added: the
+ * passing cases checked, the cases on which the explanation held, the
+ * failures not diagnosed.  An entry whose summaries' explanation did not
+ * hold on every case checked is unexplained (kvc_signature_list_settle). */
+void kvc_signature_list_add_proof(kvc_signature_list *list, const char *key, const kvc_fuzz_signature *diagnosed, int64_t passing,
+                                  int64_t held, int64_t not_diagnosed);
+/* The end of a merge: each entry read from summaries is explained only
+ * when every summary's proof held on every case it checked and every
+ * failure kept was diagnosed; else its names are refuted. */
+void kvc_signature_list_settle(kvc_signature_list *list);
 /* Case `index` of `variant` passed: kept when among the variant's
  * KVC_PASSING_SAMPLE lowest. */
 void kvc_signature_list_passed(kvc_signature_list *list, int variant, int64_t index);
@@ -97,6 +112,24 @@ void kvc_signature_list_passed(kvc_signature_list *list, int variant, int64_t in
 void kvc_signature_list_prove(kvc_signature_list *list, const kvc_gen_config *gen, int exact_policy, int kept);
 /* Listed signatures (entries not merged into another). */
 int kvc_signature_list_distinct(const kvc_signature_list *list);
+/* Root causes: the listed signatures as the diagnosis so far groups
+ * them, what --max-failures counts.  Signatures whose explanations (the
+ * deviations that wrote the candidate's bytes) share a deviation are one
+ * root cause; a signature without an explanation (undiagnosed, not yet
+ * diagnosed, or unexplained) is one per stage, input validity and
+ * localisation (kvc_signature_root_key).  The grouping is computed on the
+ * fly (entries are not merged); root[i], when given, gets entry i's root
+ * cause number (1, 2 ... in list order; 0 for an entry merged into
+ * another). */
+int kvc_signature_list_root_causes(const kvc_signature_list *list, int *root);
+/* The localisation that groups a signature without an explanation: a
+ * value difference with no class of its own ("wrong values ...", "last
+ * bit") is named by the step its first wrong value arises in
+ * (kvc_locus_origin: "v4.compress | before step 7, ..."); a named cause
+ * class, a status, a crash ... by its check and cause. */
+void kvc_signature_root_key(const kvc_signature_entry *e, char *out, size_t size);
+/* The rule kvc_signature_list_root_causes applies, in words. */
+extern const char *const kvc_root_cause_rule;
 /* Groups the entries sharing a deviation (when not yet grouped) and
  * drops those merged into others (their byte-class keys are no longer
  * found): every entry is then listed, and may be reordered. */

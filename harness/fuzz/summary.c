@@ -181,13 +181,13 @@ void judge_evidence(campaign *c, int stopped_early) {
     }
 }
 
-/* Why the campaign ended, in words, for the summary. */
+/* Why the campaign ended, in words, for the summary, the JSON and the JUnit. */
 static void stop_text(const campaign *c, char *out, size_t size) {
     const fuzz_options *o = c->o;
     const char *why = c->stopped_by;
     if (strcmp(why, "interrupted") == 0) snprintf(out, size, "interrupted by %s", signal_name(c->interrupted));
     else if (strcmp(why, "protocol") == 0) snprintf(out, size, "the candidate broke the case protocol (above)");
-    else if (strcmp(why, "max-failures") == 0) snprintf(out, size, "--max-failures %d distinct failure signatures reached", o->max_failures);
+    else if (strcmp(why, "max-failures") == 0) snprintf(out, size, "--max-failures %d root causes reached", o->max_failures);
     else if (strcmp(why, "workers-lost") == 0) snprintf(out, size, "workers kept dying and were not replaced (WORKER LOST lines above)");
     else if (strcmp(why, "time") == 0) snprintf(out, size, "--seconds %g ran out", o->seconds);
     else if (o->only >= 0) snprintf(out, size, "case %lld (--only) ran", (long long)o->only);
@@ -227,6 +227,11 @@ void print_summary(campaign *c, double elapsed) {
     else printf("fuzz: stopped: %s; no case started in %.2f s\n", stopped, elapsed);
     if (c->no_verdict[0]) printf("fuzz: NO VERDICT (exit status 4): %s\n", c->no_verdict);
     kvc_signature_list_print(stdout, &c->signatures);
+    if (c->signatures.count) {
+        int roots = kvc_signature_list_root_causes(&c->signatures, NULL);
+        printf("fuzz: %d root cause%s (%s; --max-failures %d counts these)\n", roots, roots == 1 ? "" : "s", kvc_root_cause_rule,
+               c->o->max_failures);
+    }
     if (!c->failures) return;
     printf("fuzz: %d distinct failure%s, each listed above with the command that regenerates its first case and the one that "
            "replays its smallest saved case; shrunk cases are under %s (each replayed by the __REPRO line of its signature)\n",
@@ -327,6 +332,9 @@ static cJSON *summary_json(campaign *c, double elapsed, int exit_code) {
     cJSON_AddStringToObject(root, "verdict", verdict_word(exit_code));
     cJSON_AddNumberToObject(root, "exit_status", exit_code);
     cJSON_AddStringToObject(root, "stopped_by", c->stopped_by);
+    char stopped[300];
+    stop_text(c, stopped, sizeof stopped);
+    cJSON_AddStringToObject(root, "stopped_because", stopped);
     if (c->no_verdict[0]) cJSON_AddStringToObject(root, "no_verdict", c->no_verdict);
     cJSON_AddNumberToObject(root, "seed", (double)o->seed);
     cJSON_AddStringToObject(root, "candidate", c->candidate_label);
@@ -356,6 +364,8 @@ static cJSON *summary_json(campaign *c, double elapsed, int exit_code) {
     cJSON_AddNumberToObject(root, "workers_lost", c->workers_lost);
     if (c->broken[0]) cJSON_AddStringToObject(root, "unaccounted", c->broken);
     cJSON_AddNumberToObject(root, "distinct_failures", kvc_signature_list_distinct(&c->signatures));
+    cJSON_AddNumberToObject(root, "root_causes", kvc_signature_list_root_causes(&c->signatures, NULL));
+    cJSON_AddStringToObject(root, "root_cause_rule", kvc_root_cause_rule);
     cJSON_AddNumberToObject(root, "max_failures_per_signature", o->max_per_signature);
     cJSON_AddItemToObject(root, "signatures", kvc_signature_list_json(&c->signatures));
     cJSON_AddItemToObject(root, "coverage", kvc_coverage_json(&c->coverage));
@@ -423,6 +433,9 @@ int write_junit(campaign *c, double elapsed, int exit_code) {
     cJSON_AddStringToObject(info, "verdict", verdict_word(exit_code));
     cJSON_AddNumberToObject(info, "exit_status", exit_code);
     cJSON_AddStringToObject(info, "stopped_by", c->stopped_by);
+    char stopped[300];
+    stop_text(c, stopped, sizeof stopped);
+    cJSON_AddStringToObject(info, "stopped_because", stopped);
     cJSON_AddNumberToObject(info, "compared", (double)(c->cases - c->skipped));
     kvc_junit_properties(j, info);
     cJSON_Delete(info);

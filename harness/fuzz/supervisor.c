@@ -303,7 +303,10 @@ static void on_message(supervisor *s, int job, const message *m) {
     } else {
         slot->retired = 1;
     }
-    if (c->signatures.count >= s->o->max_failures && !s->stopping) { c->max_failures_reached = 1; request_stop(s); }
+    if (!s->stopping && c->signatures.count >= s->o->max_failures && kvc_signature_list_root_causes(&c->signatures, NULL) >= s->o->max_failures) {
+        c->max_failures_reached = 1;
+        request_stop(s);
+    }
 }
 
 /* How a worker that was not stopped on purpose ended. */
@@ -375,7 +378,10 @@ static void reap_worker(supervisor *s, int job, const char *kind, const char *wh
         } else if (on_lost_worker(s, job, pid, how)) {
             return;
         }
-        if (c->signatures.count >= o->max_failures && !s->stopping) { c->max_failures_reached = 1; request_stop(s); }
+        if (!s->stopping && c->signatures.count >= o->max_failures && kvc_signature_list_root_causes(&c->signatures, NULL) >= o->max_failures) {
+            c->max_failures_reached = 1;
+            request_stop(s);
+        }
     }
     /* Carry on with the rest of this job's cases. */
     if (!s->stopping && o->only < 0) spawn_worker(s, job);

@@ -34,7 +34,9 @@ typedef struct {
     int shard_index, shard_count;   /* this campaign runs the cases i with i % count == index */
     int jobs;                   /* worker processes */
     int threads;                /* > 0: the candidate's OpenMP threads; 0: each case draws 1-8 */
-    int max_failures;           /* distinct signatures that end the campaign */
+    int max_failures;           /* root causes that end the campaign: signatures a shared
+                                   deviation explains count once, unexplained ones once per
+                                   stage and place where the first wrong value arises */
     int max_per_signature;      /* failures of one signature printed, shrunk and saved */
     int invalid_per_mille;      /* cases corrupted on purpose (must be rejected) */
     int metamorphic_per_mille;  /* cases that also get the thread and page-permutation checks */

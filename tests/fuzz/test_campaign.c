@@ -169,27 +169,36 @@ Test(fuzz_campaign, crashing_candidate_every_case_reported_and_saved, .timeout =
 Test(fuzz_campaign, crashes_stop_at_max_failures, .timeout = 120) {
     char plugin[512];
     test_plugin("crash", plugin, sizeof plugin);
-    char dir[64], json[128];
+    char dir[64], json[128], junit[128];
     support_temp_dir(dir, sizeof dir);
     snprintf(json, sizeof json, "%s/fuzz.json", dir);
+    snprintf(junit, sizeof junit, "%s/fuzz.xml", dir);
     char *argv[] = {"--seed", "2", "--cases", "40", "--jobs", "1", "--candidate", plugin, "--stage", "v41.rope_plain_insert",
-                    "--max-failures", "2", "--save", "", "--json", json, "--quiet"};
+                    "--max-failures", "2", "--save", "", "--json", json, "--junit", junit, "--quiet"};
     captured_run run = run_fuzz(ARGC(argv), argv);
     cr_expect_eq(run.status, 1);
     cJSON *root = read_json(json);
     cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(root, "stopped_by")), "max-failures");
+    /* Why it stopped, in words, everywhere: summary, JSON and JUnit. */
+    cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(root, "stopped_because")), "--max-failures 2 root causes reached");
+    cr_expect_eq(cJSON_GetNumberValue(cJSON_GetObjectItem(root, "root_causes")), 2);
     cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(root, "verdict")), "fail");
     cJSON_Delete(root);
+    char *xml = support_read_file(junit);
+    expect_contains(xml, "<property name=\"stopped_because\" value=\"--max-failures 2 root causes reached\"", "junit");
+    free(xml);
     support_remove_tree(dir);
-    /* --max-failures counts signatures: the campaign ends once the
-     * second one (a SIGKILL and an exit status) is in. */
+    /* --max-failures counts root causes: the campaign ends once the
+     * second one (a SIGKILL and an exit status, two signatures with no
+     * explanation and no value difference) is in. */
     cr_expect_geq(occurrences(run.out, "FAIL case "), 2, "stdout:\n%s", run.out);
     cr_expect_lt(occurrences(run.out, "FAIL case "), 40, "stdout:\n%s", run.out);
     cr_expect_eq(occurrences(run.out, "  shrunk case "), 0);
     expect_contains(run.out, " cases in ", "stdout");
     expect_contains(run.out, "distinct failures (signatures): 2\n", "stdout");
     expect_contains(run.out, "shrunk cases are under (not saved: --save was empty)", "stdout");
-    expect_contains(run.out, "fuzz: stopped: --max-failures 2 distinct failure signatures reached; ", "stdout");
+    expect_contains(run.out, "fuzz: stopped: --max-failures 2 root causes reached; ", "stdout");
+    expect_contains(run.out, "fuzz: 2 root causes (signatures explained by a shared deviation are one root cause; ", "stdout");
     support_free_run(&run);
 }
 

@@ -311,6 +311,56 @@ Test(signatures, list_keeps_the_smallest_saved_case) {
     cJSON_Delete(array);
 }
 
+/* --max-failures counts root causes: signatures whose explanations share
+ * a deviation are one, and so are unexplained value differences of one
+ * stage whose first wrong value arises in the same place ("last bit" and
+ * "wrong values" of a window that cancels); another stage, another place,
+ * a crash, or an input the contract rejects is another. */
+Test(signatures, root_causes_group_signatures_by_explanation_and_place) {
+    kvc_signature_list list = {0};
+    kvc_locus both = {.cases = 1}, nope = {.cases = 1};
+    both.elements[KVC_PLACE_NOPE] = 3;
+    both.elements[KVC_PLACE_ROPE] = 5;
+    nope.elements[KVC_PLACE_NOPE] = 2;
+    kvc_fuzz_signature s[] = {
+        {.stage = "v4.compress", .check = "bytes", .cause = "last bit", .key = "v4.compress bytes: last bit", .locus = both},
+        {.stage = "v4.compress", .check = "bytes", .cause = "wrong values in NoPE and RoPE dims",
+         .key = "v4.compress bytes: wrong values in NoPE and RoPE dims", .locus = both},
+        {.stage = "v41.rope_quant_insert", .check = "bytes", .cause = "wrong values in NoPE dims or scales only",
+         .key = "v41.rope_quant_insert bytes: wrong values in NoPE dims or scales only", .locus = nope},
+        {.stage = "v4.compress", .check = "bytes", .cause = "scale floor", .key = "v4.compress bytes: scale floor", .locus = nope},
+        {.stage = "v41.rope_plain_insert", .check = "bytes", .cause = "NaN to fp8", .key = "v41.rope_plain_insert bytes: NaN to fp8", .locus = nope},
+        {.stage = "v4.compress", .check = "crash", .cause = "signal 11", .key = "v4.compress crash: signal 11"},
+        {.stage = "v4.compress", .check = "bytes", .cause = "last bit", .key = "v4.compress bytes: last bit [on inputs the contract rejects]",
+         .locus = both, .rejected_input = 1},
+    };
+    int n = (int)(sizeof s / sizeof *s);
+    for (int i = 0; i < n; i++) kvc_signature_list_get(&list, &s[i], i)->count++;
+    cr_expect_eq(kvc_signature_list_root_causes(&list, NULL), 6, "before any diagnosis");
+    /* Two named cause classes, each explained; their explanations share a deviation. */
+    kvc_fuzz_signature floor = {.diagnosed = 1, .proof_cases = 2, .explained_by = "scale-exponent-floor,scale-exponent-round"};
+    kvc_fuzz_signature round = {.diagnosed = 1, .proof_cases = 2, .explained_by = "scale-exponent-round"};
+    kvc_signature_list_explain(&list, s[3].key, &floor);
+    kvc_signature_list_explain(&list, s[4].key, &round);
+    int root[16];
+    cr_expect_eq(kvc_signature_list_root_causes(&list, root), 5);
+    cr_expect_eq(kvc_signature_list_distinct(&list), 7, "the signatures stay distinct");
+    cr_expect_eq(root[0], root[1], "last bit and wrong values arising before step 7 of one stage");
+    cr_expect_neq(root[0], root[2]);
+    cr_expect_eq(root[3], root[4], "explanations sharing scale-exponent-round");
+    cr_expect_neq(root[3], root[0]);
+    cr_expect_neq(root[5], root[0], "a crash is a cause of its own");
+    cr_expect_neq(root[6], root[0], "an input the contract rejects is never grouped with a valid one");
+    char key[300];
+    kvc_signature_root_key(&list.entries[0], key, sizeof key);
+    cr_expect(strstr(key, "v4.compress | before step 7") == key, "%s", key);
+    cJSON *array = kvc_signature_list_json(&list);
+    cr_expect_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(array, 1), "root_cause")->valueint, root[1]);
+    cr_expect_str_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(array, 1), "byte_class")->valuestring, s[1].key);
+    cJSON_Delete(array);
+    kvc_signature_list_free(&list);
+}
+
 /* ---- replay conditions --------------------------------------------------- */
 
 static int read_conditions(const char *meta, kvc_replay_conditions *k, char *error, size_t size) {
