@@ -493,3 +493,135 @@ Test(merge, hundreds_of_shards, .timeout = 120) {
     for (int i = 0; i < SHARDS; i++) free(paths[i]);
     support_remove_tree(dir);
 }
+
+/* ---- the shards' proofs ---------------------------------------------- */
+
+/* A shard of a campaign of the fp8-subnormals-flushed mutant, whose
+ * failures the catalogue's fp8-subnormals-flushed explains. */
+static void flushed_shard(const char *mutant, const char *shard, const char *json, const char *save) {
+    char *argv[] = {"--seed", "1", "--cases", "300", "--shard", (char *)shard, "--jobs", "1", "--candidate", (char *)mutant, "--stage",
+                    "v41.rope_plain_insert", "--max-failures", "5", "--shrink-seconds", "1", "--save", (char *)save, "--json",
+                    (char *)json, "--quiet"};
+    setenv("OMP_WAIT_POLICY", "passive", 1);
+    captured_run run = support_capture(kvc_cmd_fuzz, ARGC(argv), argv);
+    cr_assert_eq(run.status, 1, "shard %s: exit %d\n%s%s", shard, run.status, run.out, run.err);
+    support_free_run(&run);
+}
+
+static const cJSON *only_signature(const cJSON *summary) {
+    const cJSON *list = cJSON_GetObjectItem(summary, "signatures");
+    cr_assert_eq(cJSON_GetArraySize(list), 1, "one signature expected");
+    return cJSON_GetArrayItem(list, 0);
+}
+
+static double proof_count(const cJSON *signature, const char *key) {
+    const cJSON *proof = cJSON_GetObjectItem(signature, "explanation_proof");
+    cr_assert_not_null(proof, "no explanation_proof");
+    return cJSON_GetNumberValue(cJSON_GetObjectItem(proof, key));
+}
+
+/* What a shard whose proof failed writes: no name, the name refuted, held on none of its cases. */
+static void explanation_refuted(cJSON *root) {
+    cJSON *sig = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "signatures"), 0);
+    const char *name = cJSON_GetArrayItem(cJSON_GetObjectItem(sig, "explained_by"), 0)->valuestring;
+    cJSON *proof = cJSON_GetObjectItem(sig, "explanation_proof");
+    cJSON_AddItemToArray(cJSON_GetObjectItem(proof, "refuted"), cJSON_CreateString(name));
+    cJSON_ReplaceItemInObject(sig, "explained_by", cJSON_CreateArray());
+    cJSON_ReplaceItemInObject(sig, "signature", cJSON_CreateString(cJSON_GetObjectItem(sig, "byte_class")->valuestring));
+    cJSON_ReplaceItemInObject(proof, "cases_held", cJSON_CreateNumber(0));
+}
+
+/* A shard that names the explanation although it did not hold on one case it checked. */
+static void explanation_short_of_a_case(cJSON *root) {
+    cJSON *proof = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(root, "signatures"), 0), "explanation_proof");
+    cJSON_ReplaceItemInObject(proof, "cases_held", cJSON_CreateNumber(cJSON_GetNumberValue(cJSON_GetObjectItem(proof, "cases_checked")) - 1));
+}
+
+static void held_past_checked(cJSON *root) {
+    cJSON *proof = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(root, "signatures"), 0), "explanation_proof");
+    cJSON_ReplaceItemInObject(proof, "cases_held", cJSON_CreateNumber(cJSON_GetNumberValue(cJSON_GetObjectItem(proof, "cases_checked")) + 1));
+}
+
+/* The merge keeps each shard's explanation_proof (cases checked and
+ * held, summed per signature), and never names a signature whose proof
+ * failed in any shard: a name refuted in one shard is unexplained in the
+ * merge, with how far the proof held. */
+Test(merge, keeps_the_shards_proofs_and_never_names_a_refuted_explanation, .timeout = 240) {
+    char build[256], mutant[300];
+    build_dir(build, sizeof build);
+    snprintf(mutant, sizeof mutant, "%s/mutants/fp8_subnormals_flushed.so", build);
+    if (!support_file_exists(mutant)) cr_skip_test("%s not built (make mutants)", mutant);
+    char dir[64], s0[128], s1[128], bad[128], out[128], save[128];
+    support_temp_dir(dir, sizeof dir);
+    snprintf(s0, sizeof s0, "%s/s0.json", dir);
+    snprintf(s1, sizeof s1, "%s/s1.json", dir);
+    snprintf(bad, sizeof bad, "%s/bad.json", dir);
+    snprintf(out, sizeof out, "%s/merged.json", dir);
+    snprintf(save, sizeof save, "%s/saved", dir);
+    flushed_shard(mutant, "0/2", s0, save);
+    flushed_shard(mutant, "1/2", s1, save);
+    cJSON *first = read_json(s0), *second = read_json(s1);
+    const cJSON *a = only_signature(first), *b = only_signature(second);
+    const char *name = "explained by fp8-subnormals-flushed";
+    cr_assert_str_eq(cJSON_GetObjectItem(a, "signature")->valuestring, name);
+    cr_assert_str_eq(cJSON_GetObjectItem(b, "signature")->valuestring, name);
+    cr_assert_gt(proof_count(a, "failing_cases_checked"), 0);
+    cr_assert_gt(proof_count(b, "passing_cases_checked"), 0);
+    /* Both proofs held: named, with the counts of both. */
+    char *both[] = {s0, s1};
+    captured_run run = merge_files(both, 2, out, NULL);
+    cr_expect_eq(run.status, 1, "%s%s", run.out, run.err);
+    cJSON *merged = read_json(out);
+    const cJSON *m = only_signature(merged);
+    cr_expect_str_eq(cJSON_GetObjectItem(m, "signature")->valuestring, name);
+    const char *keys[] = {"failing_cases_checked", "passing_cases_checked", "cases_checked", "cases_held"};
+    for (int k = 0; k < 4; k++)
+        cr_expect_eq(proof_count(m, keys[k]), proof_count(a, keys[k]) + proof_count(b, keys[k]), "%s: not the shards' sum", keys[k]);
+    char held[200];
+    snprintf(held, sizeof held, "explained by: fp8-subnormals-flushed (SPEC ");
+    expect_contains(run.out, held, "stdout");
+    snprintf(held, sizeof held, "; held on %.0f failing cases and %.0f passing ones",
+             proof_count(a, "failing_cases_checked") + proof_count(b, "failing_cases_checked"),
+             proof_count(a, "passing_cases_checked") + proof_count(b, "passing_cases_checked"));
+    expect_contains(run.out, held, "stdout");
+    cJSON_Delete(merged);
+    support_free_run(&run);
+    /* Refuted in shard 1: one signature (its byte class), unexplained, the name refuted, in either order. */
+    edited_copy(s1, bad, explanation_refuted);
+    for (int order = 0; order < 2; order++) {
+        char *files[] = {order ? bad : s0, order ? s0 : bad};
+        run = merge_files(files, 2, out, NULL);
+        cr_expect_eq(run.status, 1, "%s%s", run.out, run.err);
+        cr_expect_null(strstr(run.out, name), "a name refuted in a shard is named:\n%s", run.out);
+        expect_contains(run.out, "unexplained: no deviation of the catalogue", "stdout");
+        expect_contains(run.out, "refuted: fp8-subnormals-flushed (SPEC ", "stdout");
+        snprintf(held, sizeof held, "proof across the summaries merged: held on %.0f of the %.0f cases checked",
+                 proof_count(a, "cases_held"), proof_count(a, "cases_checked") + proof_count(b, "cases_checked"));
+        expect_contains(run.out, held, "stdout");
+        merged = read_json(out);
+        m = only_signature(merged);
+        cr_expect_str_eq(cJSON_GetObjectItem(m, "signature")->valuestring, cJSON_GetObjectItem(a, "byte_class")->valuestring);
+        cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItem(m, "explained_by")), 0);
+        cr_expect_str_eq(cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(m, "explanation_proof"), "refuted"), 0)->valuestring,
+                         "fp8-subnormals-flushed");
+        cr_expect_eq(proof_count(m, "cases_held"), proof_count(a, "cases_held"));
+        cr_expect_eq(cJSON_GetObjectItem(m, "count")->valuedouble,
+                     cJSON_GetObjectItem(a, "count")->valuedouble + cJSON_GetObjectItem(b, "count")->valuedouble);
+        cJSON_Delete(merged);
+        support_free_run(&run);
+    }
+    /* Still named by shard 1, but not held on every case it checked: unexplained too. */
+    edited_copy(s1, bad, explanation_short_of_a_case);
+    char *short_of_one[] = {s0, bad};
+    run = merge_files(short_of_one, 2, out, NULL);
+    cr_expect_eq(run.status, 1, "%s%s", run.out, run.err);
+    cr_expect_null(strstr(run.out, name), "a proof short of a case is named:\n%s", run.out);
+    support_free_run(&run);
+    /* Proof counts that cannot be: refused. */
+    edited_copy(s1, bad, held_past_checked);
+    remove(out);
+    expect_merge_refused(short_of_one, 2, out, "bad.json: a signature's explanation_proof counts disagree");
+    cJSON_Delete(first);
+    cJSON_Delete(second);
+    support_remove_tree(dir);
+}
