@@ -129,6 +129,48 @@ Test(pyworker, each_way_to_fail_is_a_signature_and_a_saved_case_that_replays, .t
     support_remove_tree(dir);
 }
 
+/* JIT-compiled kernels are kept for the REPRO lines: unless the user
+ * set TRITON_CACHE_DIR, a py: campaign's workers compile into
+ * OUT/triton-cache, the start-up line says so, and every REPRO line
+ * carries the variable (shell-quoted); a cache the user chose is kept,
+ * and the caller's environment is left as it was. */
+Test(pyworker, workers_and_repro_lines_share_a_triton_cache, .timeout = 120) {
+    python_worker_environment();
+    char dir[64], out[128], script[128], candidate[160];
+    support_temp_dir(dir, sizeof dir);
+    snprintf(out, sizeof out, "%s/out dir", dir);
+    snprintf(script, sizeof script, "%s/cache.py", dir);
+    support_write_text(script, "import os\n\ndef candidate(case):\n"
+                               "    raise RuntimeError('cache=' + os.environ.get('TRITON_CACHE_DIR', 'unset'))\n\n"
+                               "candidate.stages = ['v41.rope_plain_insert']\n");
+    snprintf(candidate, sizeof candidate, "py:%s:candidate", script);
+    unsetenv("TRITON_CACHE_DIR");
+    char *argv[] = {"--candidate", candidate, "--stage", "v41.rope_plain_insert", "--cases", "4", "--jobs", "1", "--seed", "3", "--out", out,
+                    "--max-failures", "1",
+                    "--shrink-seconds", "0.5", "--timeout", "30"};
+    captured_run run = run_fuzz(ARGC(argv), argv);
+    cr_expect_eq(run.status, 1, "stdout:\n%s\nstderr:\n%s", run.out, run.err);
+    char want[400];
+    snprintf(want, sizeof want, "cache=%s/triton-cache", out);
+    expect_contains(run.out, want, "stdout (the worker's environment)");
+    snprintf(want, sizeof want, "kvcmp fuzz: compiled Triton kernels are kept in %s/triton-cache (TRITON_CACHE_DIR, under --out)", out);
+    expect_contains(run.err, want, "stderr");
+    snprintf(want, sizeof want, "__REPRO: TRITON_CACHE_DIR='%s/triton-cache' KVCMP_PYTHON=/usr/bin/python3 ", out);
+    expect_contains(run.out, want, "stdout (REPRO lines)");
+    cr_expect_null(getenv("TRITON_CACHE_DIR"), "the campaign left TRITON_CACHE_DIR set in its caller");
+    support_free_run(&run);
+    /* The user's own cache: the workers and the REPRO lines use it. */
+    setenv("TRITON_CACHE_DIR", "/tmp/kvcmp-users-cache", 1);
+    run = run_fuzz(ARGC(argv), argv);
+    cr_expect_eq(run.status, 1, "stdout:\n%s\nstderr:\n%s", run.out, run.err);
+    expect_contains(run.out, "cache=/tmp/kvcmp-users-cache", "stdout (the worker's environment)");
+    expect_contains(run.out, "__REPRO: TRITON_CACHE_DIR=/tmp/kvcmp-users-cache KVCMP_PYTHON=/usr/bin/python3 ", "stdout (REPRO lines)");
+    cr_expect_str_eq(getenv("TRITON_CACHE_DIR"), "/tmp/kvcmp-users-cache");
+    unsetenv("TRITON_CACHE_DIR");
+    support_free_run(&run);
+    support_remove_tree(dir);
+}
+
 Test(pyworker, what_cannot_be_loaded_is_refused, .timeout = 120) {
     python_worker_environment();
     char dir[64];
