@@ -38,6 +38,13 @@ typedef struct {
     const char *label;              /* "family normal seed 7" */
     double worst_output, worst_ulps; /* finite errors of this case, for ranking */
     int stored_only;                /* a candidate's run: its intermediates are the reference's, not measured */
+    /* The stored values' bits in the order they are measured: collected
+     * from the reference's run (trace), then compared with the
+     * candidate's at the same place (contract, next). */
+    uint32_t *trace;
+    int64_t traced, trace_capacity;
+    const uint32_t *contract;
+    int64_t contract_count, next;
 } analysis;
 
 /* ---- small helpers ------------------------------------------------- */
@@ -68,8 +75,28 @@ static void *input_of(const kvc_case *c, const char *name) {
  * score + ape is written to the state row, so it counts as one. */
 static int is_output_metric(kvc_precision_metric m) { return m >= KVC_METRIC_SCALE || m == KVC_METRIC_STATE; }
 
-static void record(analysis *a, kvc_precision_metric m, double error, int equal, double magnitude, int64_t token, int dim) {
+static void record(analysis *a, kvc_precision_metric m, double error, int equal, double magnitude, int64_t token, int dim, uint32_t bits) {
     if (a->stored_only && !is_output_metric(m)) return;
+    if (a->trace) {
+        /* The reference's pass: its bits only. */
+        if (a->traced == a->trace_capacity) {
+            int64_t capacity = a->trace_capacity ? 2 * a->trace_capacity : 4096;
+            uint32_t *grown = realloc(a->trace, (size_t)capacity * sizeof *grown);
+            if (!grown) return;
+            a->trace = grown;
+            a->trace_capacity = capacity;
+        }
+        a->trace[a->traced++] = bits;
+        return;
+    }
+    if (a->contract && is_output_metric(m)) {
+        int64_t k = a->next++;
+        if (k >= a->contract_count || a->contract[k] != bits) {
+            a->variant->departures[m]++;
+            a->variant->departures_at_ideal[m] += equal != 0;
+            if (error >= 0 && isfinite(error)) a->variant->departure_hist[m][kvc_hist_bin(error)]++;
+        }
+    }
     kvc_error_stats *s = &a->variant->metrics[m];
     char where[200] = "";
     int finite = error >= 0 && isfinite(error);
@@ -85,12 +112,12 @@ static void record(analysis *a, kvc_precision_metric m, double error, int equal,
 static void record_ulps(analysis *a, kvc_precision_metric m, float got, mpfr_t exact, int64_t token, int dim) {
     float rounded = kvc_oracle_to_f32(exact);
     int equal = (isnan(got) && isnan(rounded)) || kvc_f32_bits(got) == kvc_f32_bits(rounded);
-    record(a, m, kvc_oracle_ulps(got, exact), equal, fabs(mpfr_get_d(exact, MPFR_RNDN)), token, dim);
+    record(a, m, kvc_oracle_ulps(got, exact), equal, fabs(mpfr_get_d(exact, MPFR_RNDN)), token, dim, kvc_f32_bits(got));
 }
 
 /* A stored value: distance in steps of its format from the ideal encoding. */
-static void record_steps(analysis *a, kvc_precision_metric m, int64_t distance, double magnitude, int64_t token, int dim) {
-    record(a, m, distance < 0 ? -1.0 : (double)distance, distance == 0, magnitude, token, dim);
+static void record_steps(analysis *a, kvc_precision_metric m, int64_t distance, double magnitude, int64_t token, int dim, uint32_t stored) {
+    record(a, m, distance < 0 ? -1.0 : (double)distance, distance == 0, magnitude, token, dim, stored);
 }
 
 /* The exponent of a stored indexer scale 2^e (fp32), as a block scale. */
@@ -139,10 +166,11 @@ static void check_block(analysis *a, mpfr_t *y, int n, stored_scale stored, cons
     mpfr_init2(magnitude, KVC_ORACLE_BITS);
     block_magnitude(magnitude, y, n);
     kvc_block_scale ideal = kvc_oracle_block_scale(magnitude);
-    record_steps(a, KVC_METRIC_SCALE, scale_distance(stored, ideal), mpfr_get_d(magnitude, MPFR_RNDN), token, first_dim);
+    record_steps(a, KVC_METRIC_SCALE, scale_distance(stored, ideal), mpfr_get_d(magnitude, MPFR_RNDN), token, first_dim,
+                 stored.is_ue8m0 ? stored.byte : kvc_f32_bits(stored.value));
     for (int j = 0; j < n; j++)
         record_steps(a, KVC_METRIC_CODE, kvc_fp8_distance(stored_codes[j], kvc_oracle_block_code(y[j], ideal)),
-                     fabs(mpfr_get_d(y[j], MPFR_RNDN)), token, first_dim + j);
+                     fabs(mpfr_get_d(y[j], MPFR_RNDN)), token, first_dim + j, stored_codes[j]);
     mpfr_clear(magnitude);
 }
 
@@ -168,7 +196,7 @@ static void check_rope(analysis *a, mpfr_t *exact, float *ref, const float *cos_
         float rounded = kvc_oracle_to_f32(exact[i]);
         int equal = (isnan(rounded) && isnan(ref[i])) || kvc_f32_bits(rounded) == kvc_f32_bits(ref[i]);
         record(a, KVC_METRIC_ROPE_SCALED, kvc_oracle_ulps_of(ref[i], exact[i], magnitude[i]), equal,
-               fabs(mpfr_get_d(magnitude[i], MPFR_RNDN)), token, first_dim + i);
+               fabs(mpfr_get_d(magnitude[i], MPFR_RNDN)), token, first_dim + i, kvc_f32_bits(ref[i]));
         mpfr_clear(magnitude[i]);
     }
 }
@@ -197,7 +225,7 @@ static void check_pool_and_norm(analysis *a, const float *const *entry_kv, const
         float rounded = kvc_oracle_to_f32(pooled_x[d]);
         int equal = (isnan(rounded) && isnan(pooled_ref[d])) || kvc_f32_bits(rounded) == kvc_f32_bits(pooled_ref[d]);
         record(a, KVC_METRIC_POOLED_SCALED, kvc_oracle_ulps_of(pooled_ref[d], pooled_x[d], magnitude), equal,
-               fabs(mpfr_get_d(magnitude, MPFR_RNDN)), token, d);
+               fabs(mpfr_get_d(magnitude, MPFR_RNDN)), token, d, kvc_f32_bits(pooled_ref[d]));
     }
     mpfr_clear(magnitude);
     ref_rms_norm(pooled_ref, weight, head_dim, a->c->eps, normed_ref);
@@ -258,7 +286,7 @@ static void check_main_store(analysis *a, mpfr_t *normed_x, float *normed_ref, c
     check_rope(a, normed_x + 448, normed_ref + 448, cos_sin_row, t, 448);
     for (int i = 0; i < 64; i++)
         record_steps(a, KVC_METRIC_BF16, kvc_bf16_distance(kvc_load_u16(token_bytes + 448 + 2 * i), kvc_oracle_to_bf16(normed_x[448 + i])),
-                     fabs(mpfr_get_d(normed_x[448 + i], MPFR_RNDN)), t, 448 + i);
+                     fabs(mpfr_get_d(normed_x[448 + i], MPFR_RNDN)), t, 448 + i, kvc_load_u16(token_bytes + 448 + 2 * i));
     vector_free(y, 448);
 }
 
@@ -329,7 +357,7 @@ static void analyse_norm(analysis *a) {
         check_pool_and_norm(a, entry_kv, ratio == 2 ? entry_score : NULL, entries, 512, weight, t, pooled_x, normed_ref, normed_x);
         for (int d = 0; d < 512; d++)
             record_steps(a, KVC_METRIC_LATENT, kvc_bf16_distance(latent[t * 512 + d], kvc_oracle_to_bf16(normed_x[d])),
-                         fabs(mpfr_get_d(normed_x[d], MPFR_RNDN)), t, d);
+                         fabs(mpfr_get_d(normed_x[d], MPFR_RNDN)), t, d, latent[t * 512 + d]);
     }
     vector_free(pooled_x, 512);
     vector_free(normed_x, 512);
@@ -342,7 +370,7 @@ static void check_plain_row(analysis *a, mpfr_t *x, const uint8_t *row, int64_t 
     if (c->cache_dtype == KVC_CACHE_BF16) {
         for (int d = 0; d < 512; d++)
             record_steps(a, KVC_METRIC_BF16, kvc_bf16_distance(kvc_load_u16(row + 2 * d), kvc_oracle_to_bf16(x[d])),
-                         fabs(mpfr_get_d(x[d], MPFR_RNDN)), t, d);
+                         fabs(mpfr_get_d(x[d], MPFR_RNDN)), t, d, kvc_load_u16(row + 2 * d));
         return;
     }
     float scale = ((const float *)input_of(c, "fp8_scale"))[0];
@@ -351,7 +379,7 @@ static void check_plain_row(analysis *a, mpfr_t *x, const uint8_t *row, int64_t 
     for (int d = 0; d < 512; d++) {
         mpfr_set_flt(v, kvc_f32_from_bf16(kvc_oracle_to_bf16(x[d])), MPFR_RNDN);
         mpfr_div_d(v, v, (double)scale, MPFR_RNDN);
-        record_steps(a, KVC_METRIC_CODE, kvc_fp8_distance(row[d], kvc_oracle_to_fp8(v)), fabs(mpfr_get_d(v, MPFR_RNDN)), t, d);
+        record_steps(a, KVC_METRIC_CODE, kvc_fp8_distance(row[d], kvc_oracle_to_fp8(v)), fabs(mpfr_get_d(v, MPFR_RNDN)), t, d, row[d]);
     }
     mpfr_clear(v);
 }
@@ -381,7 +409,7 @@ static void analyse_insert(analysis *a) {
             check_block(a, x + 64 * block, 64, scale_of_byte(scales[block]), token_bytes + 64 * block, t, 64 * block);
         for (int i = 0; i < 64; i++)
             record_steps(a, KVC_METRIC_BF16, kvc_bf16_distance(kvc_load_u16(token_bytes + 448 + 2 * i), kvc_oracle_to_bf16(x[448 + i])),
-                         fabs(mpfr_get_d(x[448 + i], MPFR_RNDN)), t, 448 + i);
+                         fabs(mpfr_get_d(x[448 + i], MPFR_RNDN)), t, 448 + i, kvc_load_u16(token_bytes + 448 + 2 * i));
     }
     vector_free(x, 512);
 }
@@ -441,7 +469,25 @@ static int run_one(const kvc_backend *backend, kvc_precision_variant *v, kvc_cor
     char label[128];
     snprintf(label, sizeof label, "family %s seed %llu", kvc_corpus_family_name(family), (unsigned long long)seed);
     analysis a = {.variant = v, .c = &c, .result = &result, .label = label, .stored_only = backend != &kvc_reference_backend};
+    analysis contract = {0};
+    if (a.stored_only) {
+        /* The reference's stored bits on the same case: where the
+         * candidate's equal them, its distance from the exact value is the
+         * contract's own; elsewhere it departs from the reference. */
+        kvc_run_result reference;
+        kvc_precision_variant scratch = {0};
+        if (kvc_run_case(&kvc_reference_backend, &c, NULL, &reference) == 0) {
+            contract = (analysis){.variant = &scratch, .c = &c, .result = &reference, .label = label, .stored_only = 1,
+                                  .trace = malloc(4096 * sizeof(uint32_t)), .trace_capacity = 4096};
+            if (contract.trace) analyse(&contract, variant);
+            a.contract = contract.trace;
+            a.contract_count = contract.traced;
+            v->compared_with_reference = a.contract != NULL;
+        }
+        kvc_run_result_free(&reference);
+    }
     analyse(&a, variant);
+    free(contract.trace);
     v->cases++;
     v->families_mask |= 1 << family;
     attach_outputs(&c, &result);

@@ -95,6 +95,24 @@ static const char *const precision_intro[] = {
 };
 #define PRECISION_INTRO_ITEMS (int)(sizeof precision_intro / sizeof precision_intro[0])
 
+const char *const kvc_precision_contract_class =
+    "the contract's own rounding: stored values with the reference's bits, whose distance from the exact value the contract "
+    "itself requires (its double rounding, e.g. bf16 then fp8, and its evaluation order)";
+const char *const kvc_precision_departure_class =
+    "the candidate's departures: stored values whose bits differ from the reference's on the same case";
+
+/* Values of metric m that are not the ideal one but have the reference's bits. */
+static int64_t contract_inexact(const kvc_precision_variant *v, int m) {
+    const kvc_error_stats *s = &v->metrics[m];
+    return (s->count - s->exact) - (v->departures[m] - v->departures_at_ideal[m]);
+}
+
+/* The stored values (the metrics a candidate's report measures). */
+static int is_stored(int m) { return m >= KVC_METRIC_SCALE || m == KVC_METRIC_STATE; }
+
+static const char *const legend_note =
+    "Two classes of stored values are drawn apart (grey and orange in the histograms, two columns in the tables): ";
+
 /* Who was measured, and the command that measures it again. */
 static void precision_subject(const kvc_precision_report *r, char *who, size_t who_size, char *command, size_t command_size) {
     int candidate = r->impl_name && strcmp(r->impl_name, "ref") != 0;
@@ -115,7 +133,8 @@ static void precision_markdown(FILE *f, const kvc_precision_report *r, const cha
     fprintf(f, "# Precision of %s against exact arithmetic\n\nGenerated %s by `%s` in %.1f s.\n\n", who, when, command, r->seconds);
     if (r->stored_only) fprintf(f, "%s\n\n", candidate_note);
     for (int i = 0; i < PRECISION_INTRO_ITEMS; i++) fprintf(f, "- %s\n", precision_intro[i]);
-    fputs("\n", f);
+    fprintf(f, "\n**Legend.** %s\n\n- **contract**: %s;\n- **departure**: %s%s.\n\n", legend_note, kvc_precision_contract_class,
+            kvc_precision_departure_class, r->stored_only ? "" : " (none here: the reference is measured)");
     fprintf(f, "## Summary: stored values equal to the exactly rounded result\n\n");
     fprintf(f, "| stage | cases | rows | fp8 codes | scales | bf16 values | latent | fp32 state | max pooled error (ulps of mean abs kv) | max normed ulps | max RoPE error (ulps of abs products) |\n");
     fprintf(f, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
@@ -142,15 +161,20 @@ static void precision_markdown(FILE *f, const kvc_precision_report *r, const cha
         char empty[256];
         kvc_precision_empty_reason(r, v, empty, sizeof empty);
         if (empty[0]) { fprintf(f, "No values measured: %s.\n", empty); continue; }
-        fprintf(f, "| value | unit | compared | = ideal | max | mean | p99.9 | NaN/inf on one side | worst at |\n");
-        fprintf(f, "|---|---|---:|---:|---:|---:|---:|---:|---|\n");
+        fprintf(f, "| value | unit | compared | = ideal | contract: off the ideal with the reference's bits | departure: bits other than "
+                   "the reference's | max | mean | p99.9 | NaN/inf on one side | worst at |\n");
+        fprintf(f, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
         for (int m = 0; m < KVC_METRIC_COUNT; m++) {
             const kvc_error_stats *s = &v->metrics[m];
             if (!s->count) continue;
-            char exact[32];
+            char exact[32], contract[32] = "-", departed[32] = "-";
             format_fraction(exact, sizeof exact, s->exact, s->count);
-            fprintf(f, "| %s | %s | %lld | %s | %.3g | %.3g | %.3g | %lld | %s |\n", s->name, kvc_unit_name(s->unit), (long long)s->count, exact,
-                    s->max, kvc_stats_mean(s), p999(s), (long long)s->nonfinite_mismatch, s->worst_where);
+            if (is_stored(m)) {
+                snprintf(contract, sizeof contract, "%lld", (long long)contract_inexact(v, m));
+                snprintf(departed, sizeof departed, "%lld", (long long)v->departures[m]);
+            }
+            fprintf(f, "| %s | %s | %lld | %s | %s | %s | %.3g | %.3g | %.3g | %lld | %s |\n", s->name, kvc_unit_name(s->unit), (long long)s->count,
+                    exact, contract, departed, s->max, kvc_stats_mean(s), p999(s), (long long)s->nonfinite_mismatch, s->worst_where);
         }
         if (v->num_worst)
             fprintf(f, "\nWorst cases (replay: `%s replay --impl %s DIR`; the expected tensors are %s own outputs):\n\n",
@@ -170,7 +194,13 @@ static void precision_histograms(FILE *f, const kvc_precision_variant *v) {
         if (!s->count) continue;
         char x_title[96];
         snprintf(x_title, sizeof x_title, "error in %s", kvc_unit_name(s->unit));
-        kvc_svg_histogram(f, s->name, x_title, s->hist, labels, KVC_HIST_BINS, 1);
+        if (!is_stored(m)) { kvc_svg_histogram(f, s->name, x_title, s->hist, labels, KVC_HIST_BINS, 1); continue; }
+        /* A stored value: the contract's own rounding apart from the departures. */
+        int64_t contract[KVC_HIST_BINS];
+        for (int b = 0; b < KVC_HIST_BINS; b++) contract[b] = s->hist[b] - v->departure_hist[m][b];
+        kvc_svg_histogram_classes(f, s->name, x_title, contract, v->departure_hist[m], labels, KVC_HIST_BINS,
+                                  "contract: the reference's bits (the contract's own rounding)",
+                                  "departure: bits other than the reference's");
     }
     for (int m = 0; m < KVC_METRIC_COUNT; m++) {
         const kvc_error_stats *s = &v->metrics[m];
@@ -184,16 +214,22 @@ static void precision_histograms(FILE *f, const kvc_precision_variant *v) {
 }
 
 static void precision_table_html(FILE *f, const kvc_precision_variant *v) {
-    fputs("<table><tr><th>value</th><th>unit</th><th>compared</th><th>= ideal</th><th>max</th><th>mean</th><th>p99.9</th>"
+    fputs("<table><tr><th>value</th><th>unit</th><th>compared</th><th>= ideal</th><th>contract: off the ideal with the reference's "
+          "bits</th><th>departure: bits other than the reference's</th><th>max</th><th>mean</th><th>p99.9</th>"
           "<th>NaN/inf one side</th><th>worst at</th></tr>\n", f);
     for (int m = 0; m < KVC_METRIC_COUNT; m++) {
         const kvc_error_stats *s = &v->metrics[m];
         if (!s->count) continue;
-        char exact[32];
+        char exact[32], contract[32] = "-", departed[32] = "-";
         format_fraction(exact, sizeof exact, s->exact, s->count);
-        fprintf(f, "<tr><td>%s</td><td>%s</td><td>%lld</td><td class=\"%s\">%s</td><td>%.3g</td><td>%.3g</td><td>%.3g</td><td>%lld</td><td>",
-                s->name, kvc_unit_name(s->unit), (long long)s->count, s->exact == s->count ? "ok" : "", exact, s->max, kvc_stats_mean(s),
-                p999(s), (long long)s->nonfinite_mismatch);
+        if (is_stored(m)) {
+            snprintf(contract, sizeof contract, "%lld", (long long)contract_inexact(v, m));
+            snprintf(departed, sizeof departed, "%lld", (long long)v->departures[m]);
+        }
+        fprintf(f, "<tr><td>%s</td><td>%s</td><td>%lld</td><td class=\"%s\">%s</td><td class=\"contract\">%s</td>"
+                   "<td class=\"departure\">%s</td><td>%.3g</td><td>%.3g</td><td>%.3g</td><td>%lld</td><td>",
+                s->name, kvc_unit_name(s->unit), (long long)s->count, s->exact == s->count ? "ok" : "", exact, contract, departed, s->max,
+                kvc_stats_mean(s), p999(s), (long long)s->nonfinite_mismatch);
         kvc_html_text(f, s->worst_where);
         fputs("</td></tr>\n", f);
     }
@@ -247,7 +283,14 @@ static void precision_html(FILE *f, const kvc_precision_report *r, const char *w
         kvc_html_text(f, precision_intro[i]);
         fputs("</li>\n", f);
     }
-    fputs("</ul>\n<div class=\"card\">\n", f);
+    fputs("</ul>\n<p class=\"note legend\"><b>Legend.</b> ", f);
+    kvc_html_text(f, legend_note);
+    fputs("</p>\n<ul class=\"note legend\">\n<li><b>contract</b> (grey): ", f);
+    kvc_html_text(f, kvc_precision_contract_class);
+    fputs(";</li>\n<li><b>departure</b> (orange): ", f);
+    kvc_html_text(f, kvc_precision_departure_class);
+    fputs(r->stored_only ? ".</li>\n</ul>\n" : " (none here: the reference is measured).</li>\n</ul>\n", f);
+    fputs("<div class=\"card\">\n", f);
     precision_summary_plot(f, r);
     fputs("</div>\n", f);
     for (int i = 0; i < r->num_variants; i++) {
@@ -310,6 +353,9 @@ static cJSON *precision_json(const kvc_precision_report *r, const char *when) {
     cJSON_AddBoolToObject(root, "stored_values_only", r->stored_only);
     cJSON_AddNumberToObject(root, "oracle_bits", KVC_ORACLE_BITS);
     cJSON_AddNumberToObject(root, "seconds", r->seconds);
+    cJSON *classes = cJSON_AddObjectToObject(root, "classes");
+    cJSON_AddStringToObject(classes, "contract_rounding", kvc_precision_contract_class);
+    cJSON_AddStringToObject(classes, "departures", kvc_precision_departure_class);
     cJSON *labels = cJSON_AddArrayToObject(root, "histogram_bins");
     for (int b = 0; b < KVC_HIST_BINS; b++) {
         char text[16];
@@ -328,7 +374,17 @@ static cJSON *precision_json(const kvc_precision_report *r, const char *when) {
         if (empty[0]) cJSON_AddStringToObject(o, "empty_reason", empty);
         cJSON *metrics = cJSON_AddObjectToObject(o, "metrics");
         for (int m = 0; m < KVC_METRIC_COUNT; m++)
-            if (v->metrics[m].count) cJSON_AddItemToObject(metrics, v->metrics[m].name, stats_json(&v->metrics[m]));
+            if (v->metrics[m].count) {
+                cJSON *stats = stats_json(&v->metrics[m]);
+                if (is_stored(m)) {
+                    /* The two classes of the legend ("classes" at the top). */
+                    cJSON_AddNumberToObject(stats, "contract_rounding", (double)contract_inexact(v, m));
+                    cJSON_AddNumberToObject(stats, "departures", (double)v->departures[m]);
+                    cJSON *hist = cJSON_AddArrayToObject(stats, "departure_histogram");
+                    for (int b = 0; b < KVC_HIST_BINS; b++) cJSON_AddItemToArray(hist, cJSON_CreateNumber((double)v->departure_hist[m][b]));
+                }
+                cJSON_AddItemToObject(metrics, v->metrics[m].name, stats);
+            }
         cJSON *worst = cJSON_AddArrayToObject(o, "worst_cases");
         for (int w = 0; w < v->num_worst; w++) {
             cJSON *c = cJSON_CreateObject();

@@ -89,6 +89,16 @@ typedef struct {
     int skipped;              /* corpus cases of a stage the implementation does not offer */
     int families_mask;        /* value families that ran */
     kvc_error_stats metrics[KVC_METRIC_COUNT];
+    /* A candidate's stored values split in two classes: those with the
+     * reference's bits (their distance from the exact value is the
+     * contract's own rounding: bf16 then fp8, its evaluation order) and
+     * those whose bits differ from the reference's (the candidate's
+     * departures), each binned by its distance from the exact value.
+     * For the reference every value is of the first class. */
+    int64_t departures[KVC_METRIC_COUNT];
+    int64_t departures_at_ideal[KVC_METRIC_COUNT];   /* of those, values equal to the ideal one */
+    int64_t departure_hist[KVC_METRIC_COUNT][KVC_HIST_BINS];
+    int compared_with_reference;      /* the reference ran on the same cases (a candidate's report) */
     int num_worst;
     kvc_worst_case worst[KVC_PRECISION_WORST];
 } kvc_precision_variant;
@@ -169,6 +179,8 @@ void kvc_parity_free(kvc_parity_report *report);
 /* ---- rendering ------------------------------------------------------- */
 
 int kvc_render_precision(const kvc_precision_report *report, const char *out_dir);
+/* The legend of the two classes of stored values (kvc_precision_variant.departures). */
+extern const char *const kvc_precision_contract_class, *const kvc_precision_departure_class;
 int kvc_render_parity(const kvc_parity_report *report, const char *out_dir);
 
 /* ---- the mutant check's verdict (mutants.c) ----------------------------- */

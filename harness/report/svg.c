@@ -10,6 +10,8 @@
 #define BAR_COLOUR "#4c78a8"
 #define MAX_COLOUR "#d1495b"
 #define MEAN_COLOUR "#4c78a8"
+#define CONTRACT_COLOUR "#8d99ae"
+#define DEPARTURE_COLOUR "#e76f51"
 
 void kvc_html_text(FILE *f, const char *text) {
     for (; *text; text++) {
@@ -74,6 +76,59 @@ void kvc_svg_histogram(FILE *f, const char *title, const char *x_title, const in
                     colour);
             kvc_html_text(f, labels[i]);
             fprintf(f, ": %lld</title></rect>\n", (long long)counts[i]);
+        }
+        fprintf(f, "<text transform=\"translate(%.1f,%.1f) rotate(-55)\" font-size=\"9\" text-anchor=\"end\" %s>", x + bar / 2 + 3,
+                top + plot_h + 10, FONT);
+        kvc_html_text(f, labels[i]);
+        fputs("</text>\n", f);
+    }
+    axis_titles(f, left + plot_w / 2, height - 6, x_title, top + plot_h / 2, "elements (log scale)");
+    fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#333\"/>\n</svg>\n", left, left + plot_w, top + plot_h,
+            top + plot_h);
+}
+
+void kvc_svg_histogram_classes(FILE *f, const char *title, const char *x_title, const int64_t *contract, const int64_t *departures,
+                               const char *const *labels, int bins, const char *contract_legend, const char *departure_legend) {
+    const double width = 380, height = 270, left = 52, right = 8, top = 60, bottom = 74;
+    double plot_w = width - left - right, plot_h = height - top - bottom, bar = plot_w / bins;
+    int64_t most = 1;
+    for (int i = 0; i < bins; i++) {
+        if (contract[i] > most) most = contract[i];
+        if (departures[i] > most) most = departures[i];
+    }
+    double scale = plot_h / log10(1.0 + (double)most);
+    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" role=\"img\">\n", width,
+            height, width, height);
+    title_text(f, left, 16, title);
+    /* The legend: which colour is which class. */
+    const char *legend[2] = {contract_legend, departure_legend}, *colour[2] = {CONTRACT_COLOUR, DEPARTURE_COLOUR};
+    for (int k = 0; k < 2; k++) {
+        double y = 26 + 14 * k;
+        fprintf(f, "<g class=\"legend\"><rect x=\"%.1f\" y=\"%.1f\" width=\"10\" height=\"10\" fill=\"%s\"/>", left, y, colour[k]);
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\" %s>", left + 14, y + 9, FONT);
+        kvc_html_text(f, legend[k]);
+        fputs("</text></g>\n", f);
+    }
+    for (double tick = 1; tick <= (double)most; tick *= 10) {
+        double y = top + plot_h - log10(1.0 + tick) * scale;
+        char text[16];
+        count_label(text, sizeof text, tick);
+        fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>", left, left + plot_w, y, y);
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\" text-anchor=\"end\" %s>%s</text>\n", left - 3, y + 3, FONT, text);
+    }
+    for (int i = 0; i < bins; i++) {
+        double x = left + i * bar;
+        const int64_t *counts[2] = {contract, departures};
+        /* Two half bars per bin: the contract's on the left, the departures on the right. */
+        for (int k = 0; k < 2; k++) {
+            if (!counts[k][i]) continue;
+            double h = log10(1.0 + (double)counts[k][i]) * scale;
+            fprintf(f, "<rect class=\"%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"><title>",
+                    k ? "departure" : "contract", x + 1 + k * (bar - 2) / 2, top + plot_h - h, (bar - 2) / 2, h, colour[k]);
+            kvc_html_text(f, legend[k]);
+            fputs(", ", f);
+            kvc_html_text(f, labels[i]);
+            fprintf(f, ": %lld</title></rect>\n", (long long)counts[k][i]);
         }
         fprintf(f, "<text transform=\"translate(%.1f,%.1f) rotate(-55)\" font-size=\"9\" text-anchor=\"end\" %s>", x + bar / 2 + 3,
                 top + plot_h + 10, FONT);

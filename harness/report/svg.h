@@ -11,6 +11,12 @@
 void kvc_svg_histogram(FILE *f, const char *title, const char *x_title, const int64_t *counts, const char *const *labels, int bins,
                        int highlight_first);
 
+/* The same for two classes of one measure, side by side in each bin
+ * with a legend above the plot naming each class (the precision
+ * report: the contract's own rounding, a candidate's departures). */
+void kvc_svg_histogram_classes(FILE *f, const char *title, const char *x_title, const int64_t *contract, const int64_t *departures,
+                               const char *const *labels, int bins, const char *contract_legend, const char *departure_legend);
+
 /* Error against magnitude: x = binade of |exact| (2^x), y = log2 of the
  * error; the max (and mean) error of each binade as points joined by lines. */
 typedef struct {

@@ -109,7 +109,7 @@ Test(pyworker, each_way_to_fail_is_a_signature_and_a_saved_case_that_replays, .t
         snprintf(done, sizeof done, "fuzz: %s cases in ", cases[i].cases);
         expect_contains(run.out, done, cases[i].candidate);
         /* The smallest saved case replays through the same candidate and fails again. */
-        const char *saved = strstr(run.out, "__REPRO: KVCMP_PYTHON=/usr/bin/python3 build/kvcmp replay --impl ");
+        const char *saved = strstr(run.out, "/triton-cache KVCMP_PYTHON=/usr/bin/python3 build/kvcmp replay --impl ");
         cr_expect_not_null(saved, "%s: no replay line:\n%s", cases[i].candidate, run.out);
         if (saved) {
             char dir_of_case[PATH_MAX];

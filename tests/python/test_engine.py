@@ -35,7 +35,9 @@ def test_four_planted_bugs_one_signature_each_with_repro_lines_that_fail_again(t
     assert summary.cases == 1500 and summary.cases_per_second > 0
     for s in summary.signatures:
         assert s.saved and s.saved.startswith(out), s
-        assert s.first_repro.startswith("KVCMP_PYTHON=%s %s -m kvcmp fuzz" % (sys.executable, sys.executable)), s.first_repro
+        # The workers' Triton cache (OUT/triton-cache unless TRITON_CACHE_DIR is set) comes first.
+        assert s.first_repro.startswith("TRITON_CACHE_DIR="), s.first_repro
+        assert " KVCMP_PYTHON=%s %s -m kvcmp fuzz" % (sys.executable, sys.executable) in s.first_repro, s.first_repro
         for line in (s.first_repro, s.repro):
             run = shell(line, os.getcwd())
             assert run.returncode == 1 and "FAIL" in run.stdout, (line, run.stdout[-2000:], run.stderr[-2000:])

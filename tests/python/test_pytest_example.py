@@ -31,4 +31,5 @@ def test_red_with_the_signature_and_repro(tmp_path):
     assert run.returncode == 1 and "1 failed, 4 passed" in run.stdout, run.stdout + run.stderr
     assert "v41.save_compress_norm bytes:" in run.stdout
     assert str(tmp_path / "base") in run.stdout, "saved under the test's tmp_path"
-    assert "__REPRO: KVCMP_PYTHON=%s %s -m kvcmp replay --impl py:" % (sys.executable, sys.executable) in run.stdout
+    assert "__REPRO: TRITON_CACHE_DIR=" in run.stdout
+    assert " KVCMP_PYTHON=%s %s -m kvcmp replay --impl py:" % (sys.executable, sys.executable) in run.stdout

@@ -140,3 +140,88 @@ Test(precision_impl, a_missing_stage_says_why_its_table_is_empty) {
     kvc_precision_variant_free(&v);
     support_remove_tree(dir);
 }
+
+/* The reference's quantised insert, then the last bit of every fp8 code
+ * (dims 0-447 of each row) flipped: a candidate that departs from the
+ * reference on every code and stores the RoPE values as the contract does. */
+static int flipped_codes(const kvc_v41_insert_args *a, kvc_error *err) {
+    int rc = kvc_reference_backend.v41_rope_quant_insert(a, err);
+    if (rc) return rc;
+    uint8_t *page = a->kv_cache.data;
+    for (int64_t p = 0; p < a->kv_cache.num_pages; p++, page += a->kv_cache.page_stride)
+        for (int64_t r = 0; r < a->kv_cache.page_rows; r++)
+            for (int i = 0; i < 448; i++) page[r * 576 + i] ^= 1;
+    return rc;
+}
+
+static int contract_rounding(const kvc_precision_variant *v, int m) {
+    return (int)((v->metrics[m].count - v->metrics[m].exact) - (v->departures[m] - v->departures_at_ideal[m]));
+}
+
+/* The precision report draws the contract's own rounding (the
+ * reference's bits off the exact value: bf16 then fp8, the SPEC's order)
+ * apart from a candidate's departures from the reference, with a legend
+ * saying which is which, in the Markdown, the HTML (tables and SVG
+ * histograms) and the JSON. */
+Test(precision_impl, contract_rounding_and_departures_are_drawn_apart, .timeout = 120) {
+    kvc_backend flipping = kvc_reference_backend;
+    flipping.name = "flipping";
+    flipping.v41_rope_quant_insert = flipped_codes;
+    /* Cancelling RoPE products: the fp32 rotation rounded to bf16 is a
+     * double rounding the exact value does not have. */
+    unsigned families = 1u << KVC_FAMILY_CANCELLATION;
+    kvc_precision_variant ref, cand;
+    cr_assert_eq(kvc_precision_run_variant(KVC_VARIANT_QUANT_INSERT, families, 7, 1, &ref), 0);
+    cr_assert_eq(kvc_precision_run_variant_on(&flipping, KVC_VARIANT_QUANT_INSERT, families, 7, 1, &cand), 0);
+    /* The reference: every value off the ideal is the contract's own. */
+    cr_expect_eq(ref.departures[KVC_METRIC_CODE] + ref.departures[KVC_METRIC_BF16], 0);
+    cr_assert_gt(contract_rounding(&ref, KVC_METRIC_BF16), 0, "the corpus case shows no double rounding to tell apart");
+    /* The candidate: each flipped code departs; its RoPE values are the
+     * reference's, off the ideal exactly where the contract's are. */
+    cr_expect_gt(cand.metrics[KVC_METRIC_CODE].count, 0);
+    cr_expect_eq(cand.departures[KVC_METRIC_CODE], cand.metrics[KVC_METRIC_CODE].count);
+    cr_expect_eq(cand.departures[KVC_METRIC_BF16], 0);
+    cr_expect_eq(contract_rounding(&cand, KVC_METRIC_BF16), contract_rounding(&ref, KVC_METRIC_BF16));
+    kvc_precision_report r = {.seed = 7, .cases_per_family = 1, .impl_name = "flipping", .stored_only = 1, .num_variants = 1,
+                              .variants = &cand};
+    char dir[64], path[128];
+    support_temp_dir(dir, sizeof dir);
+    cr_assert_eq(kvc_render_precision(&r, dir), 0);
+    snprintf(path, sizeof path, "%s/precision.md", dir);
+    char *md = support_read_file(path);
+    expect_contains(md, "**Legend.** Two classes of stored values are drawn apart", "precision.md");
+    expect_contains(md, "- **contract**: the contract's own rounding: stored values with the reference's bits", "precision.md");
+    expect_contains(md, "- **departure**: the candidate's departures: stored values whose bits differ from the reference's", "precision.md");
+    char row[200];
+    snprintf(row, sizeof row, "| fp8 code | fp8 steps | %lld | ", (long long)cand.metrics[KVC_METRIC_CODE].count);
+    expect_contains(md, row, "precision.md");
+    snprintf(row, sizeof row, " | %d | %lld | ", contract_rounding(&cand, KVC_METRIC_CODE), (long long)cand.departures[KVC_METRIC_CODE]);
+    expect_contains(md, row, "precision.md");
+    snprintf(row, sizeof row, " | %d | 0 | ", contract_rounding(&cand, KVC_METRIC_BF16));
+    expect_contains(md, row, "precision.md");
+    free(md);
+    snprintf(path, sizeof path, "%s/precision.html", dir);
+    char *html = support_read_file(path);
+    expect_contains(html, "<p class=\"note legend\"><b>Legend.</b>", "precision.html");
+    expect_contains(html, "<li><b>contract</b> (grey): the contract's own rounding", "precision.html");
+    expect_contains(html, "<li><b>departure</b> (orange): the candidate's departures", "precision.html");
+    expect_contains(html, "<g class=\"legend\"><rect", "precision.html");
+    expect_contains(html, "departure: bits other than the reference's</text>", "precision.html");
+    expect_contains(html, "<rect class=\"departure\" ", "precision.html");
+    expect_contains(html, "<rect class=\"contract\" ", "precision.html");
+    free(html);
+    snprintf(path, sizeof path, "%s/precision.json", dir);
+    char *text = support_read_file(path);
+    cJSON *root = cJSON_Parse(text);
+    cr_assert_not_null(root);
+    cr_expect_not_null(cJSON_GetObjectItem(cJSON_GetObjectItem(root, "classes"), "contract_rounding"));
+    const cJSON *code = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(root, "stages"), 0), "metrics"),
+                                            "fp8 code");
+    cr_expect_eq(cJSON_GetNumberValue(cJSON_GetObjectItem(code, "departures")), (double)cand.departures[KVC_METRIC_CODE]);
+    cr_expect_eq(cJSON_GetNumberValue(cJSON_GetObjectItem(code, "contract_rounding")), contract_rounding(&cand, KVC_METRIC_CODE));
+    cJSON_Delete(root);
+    free(text);
+    support_remove_tree(dir);
+    kvc_precision_variant_free(&ref);
+    kvc_precision_variant_free(&cand);
+}
