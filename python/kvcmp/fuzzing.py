@@ -169,7 +169,7 @@ def fuzz(candidate, quiet=False, json_path=None, args=(), **options):
     Options, as ``kvcmp fuzz`` has them: seed, cases or seconds (100 cases
     when neither is given), stages, families, policy, out (every output
     under it; default kvcmp-out), save_dir, invalid_rate, metamorphic_rate,
-    jobs, threads, max_failures (distinct signatures), max_failures_per_signature,
+    jobs, threads, max_failures (distinct root causes), max_failures_per_signature,
     shrink_seconds, timeout, rss_limit_mb, geometry_pool, shard ((i, n)), only,
     junit; args adds raw command-line options.  quiet keeps the campaign's
     output in summary.output instead of printing it.  A bad option raises
