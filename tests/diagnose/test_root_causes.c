@@ -6,6 +6,11 @@
  *   that rounds fp8 subnormal ties away from zero: named by the
  *   catalogue's entry for that; one that truncates fp8 subnormals, which
  *   the catalogue lacks: no name, in the summary and in replay alike;
+ *   kernels written on their own with one bug of each family in their
+ *   own code (rounding: bf16 and fp8 ties away, bf16 and fp8 truncation;
+ *   NaN: a payload kept, a block maximum that drops NaN; window: one row
+ *   early, tests/plugins/compress_window.c): each one signature, named
+ *   by the catalogue's entry for its bug and by no other;
  *   an exp within an ulp but not correctly rounded
  *   (harness/mutants/softmax_exp_approximate.sed): one last-bit
  *   signature per stage that pools, no name;
@@ -119,6 +124,46 @@ Test(root_causes, an_independent_kernel_with_a_catalogued_bug_is_named_by_it, .t
     expect_named_by(cJSON_GetArrayItem(c.signatures, 0), "fp8-subnormal-ties-away", c.log);
     cr_expect(strstr(c.log, "      explained by: fp8-subnormal-ties-away (SPEC 1 fp8); held on ") != NULL, "%s", c.log);
     campaign_free(&c);
+}
+
+/* A campaign of test candidate `kind` (a kernel written on its own with
+ * one bug) finds one signature, explained by exactly `name`. */
+static void expect_independent_kernel_named(const char *kind, const char *name) {
+    char candidate[512];
+    test_plugin(kind, candidate, sizeof candidate);
+    campaign c;
+    run_campaign(candidate, "1", "3000", NULL, 0, &c);
+    cr_assert_eq(cJSON_GetArraySize(c.signatures), 1, "%s:\n%s", kind, c.log);
+    expect_named_by(cJSON_GetArrayItem(c.signatures, 0), name, c.log);
+    campaign_free(&c);
+}
+
+Test(root_causes, independent_bf16_ties_away_is_named_bf16_half_away, .timeout = 300) {
+    expect_independent_kernel_named("bf16_ties_away", "bf16-half-away");
+}
+
+Test(root_causes, independent_bf16_truncation_is_named_by_it, .timeout = 300) {
+    expect_independent_kernel_named("bf16_truncation", "bf16-truncation");
+}
+
+Test(root_causes, independent_fp8_ties_away_is_named_by_it, .timeout = 300) {
+    expect_independent_kernel_named("fp8_ties_away", "fp8-ties-away");
+}
+
+Test(root_causes, independent_fp8_truncation_is_named_by_it, .timeout = 300) {
+    expect_independent_kernel_named("fp8_truncation", "fp8-truncation");
+}
+
+Test(root_causes, independent_bf16_nan_payload_kept_is_named_by_it, .timeout = 300) {
+    expect_independent_kernel_named("bf16_nan_payload_kept", "bf16-nan-payload-kept");
+}
+
+Test(root_causes, independent_block_max_dropping_nan_is_named_by_it, .timeout = 300) {
+    expect_independent_kernel_named("block_max_drops_nan", "block-max-drops-nan");
+}
+
+Test(root_causes, independent_window_one_row_early_is_named_window_starts_early, .timeout = 300) {
+    expect_independent_kernel_named("compress_window", "window-starts-early");
 }
 
 /* Each FAIL line of `kvcmp replay --impl candidate` over the saved cases. */
