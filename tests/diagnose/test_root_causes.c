@@ -166,6 +166,51 @@ Test(root_causes, independent_window_one_row_early_is_named_window_starts_early,
     expect_independent_kernel_named("compress_window", "window-starts-early");
 }
 
+/* The first case.json under dir, read whole (NULL when none). */
+static char *first_saved_case_json(const char *dir) {
+    char command[512];
+    snprintf(command, sizeof command, "find %s -name case.json | sort | head -1", dir);
+    FILE *p = popen(command, "r");
+    cr_assert_not_null(p);
+    char path[400] = "";
+    if (!fgets(path, sizeof path, p)) path[0] = 0;
+    pclose(p);
+    path[strcspn(path, "\n")] = 0;
+    return path[0] ? support_read_file(path) : NULL;
+}
+
+/* libgomp reads OMP_WAIT_POLICY once per process: a campaign run under
+ * the active policy says so per case (coverage, case.json meta replay)
+ * and its __REPRO lines set it; one without a policy runs under passive
+ * (kvcmp fuzz re-executes itself) and says that. */
+Test(root_causes, the_wait_policy_a_case_ran_under_is_recorded_and_reproduced, .timeout = 300) {
+    char candidate[512];
+    test_plugin("fp8_ties_away", candidate, sizeof candidate);
+    const char *policies[] = {"active", "passive"};
+    for (int i = 0; i < 2; i++) {
+        if (i == 0) setenv("OMP_WAIT_POLICY", "active", 1);
+        else unsetenv("OMP_WAIT_POLICY");
+        campaign c;
+        run_campaign(candidate, "1", "600", NULL, 0, &c);
+        unsetenv("OMP_WAIT_POLICY");
+        const cJSON *counts = cJSON_GetObjectItem(cJSON_GetObjectItem(c.summary, "coverage"), "omp_wait_policy");
+        cr_assert_not_null(counts, "no coverage.omp_wait_policy:\n%s", c.log);
+        cr_expect_eq(number_of(counts, policies[i]), 600, "%s", c.log);
+        cr_expect_eq(number_of(counts, policies[1 - i]), 0, "%s", c.log);
+        int prefixed = strstr(c.log, "__REPRO: OMP_WAIT_POLICY=active ") != NULL;
+        cr_expect_eq(prefixed, i == 0, "%s", c.log);
+        cr_expect(strstr(c.log, "__REPRO: ") != NULL, "%s", c.log);
+        char *json = first_saved_case_json(c.save);
+        cr_assert_not_null(json, "no case saved under %s", c.save);
+        cJSON *saved = cJSON_Parse(json);
+        const cJSON *replay = cJSON_GetObjectItem(cJSON_GetObjectItem(saved, "meta"), "replay");
+        cr_expect_str_eq(string_of(replay, "omp_wait_policy"), policies[i]);
+        cJSON_Delete(saved);
+        free(json);
+        campaign_free(&c);
+    }
+}
+
 /* Each FAIL line of `kvcmp replay --impl candidate` over the saved cases. */
 static char *replay_saved(const char *candidate, const char *save) {
     char binary[4096], command[5000];
