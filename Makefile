@@ -178,10 +178,13 @@ TEST_PLUGINS_WITH_REFERENCE := leak threads records_device \
 TEST_PLUGIN_CXX_KINDS := mangled cpp_entry
 TEST_PLUGIN_KINDS += $(TEST_PLUGIN_CXX_KINDS)
 # Candidates written on their own from SPEC.md, one per kind of
-# tests/plugins/plain_insert.c (tests/diagnose/test_root_causes.c), with
-# libkvcmp.a for the validation only.
-TEST_PLUGIN_INDEPENDENT_KINDS := fp8_subnormal_ties_away fp8_subnormals_truncated
-TEST_PLUGIN_KINDS += $(TEST_PLUGIN_INDEPENDENT_KINDS)
+# tests/plugins/plain_insert.c (tests/diagnose/test_root_causes.c and
+# the kinds of each family), with libkvcmp.a for the validation only;
+# compress_window (tests/plugins/compress_window.c) with the reference's
+# public steps for what its bug does not touch.
+TEST_PLUGIN_INDEPENDENT_KINDS := fp8_subnormal_ties_away fp8_subnormals_truncated fp8_ties_away fp8_truncation \
+	bf16_ties_away bf16_truncation bf16_nan_payload_kept block_max_drops_nan
+TEST_PLUGIN_KINDS += $(TEST_PLUGIN_INDEPENDENT_KINDS) compress_window
 TEST_PLUGINS = $(patsubst %,$(BUILD)/test-plugins/%.so,$(TEST_PLUGIN_KINDS))
 $(TEST_PLUGINS_WITH_REFERENCE:%=$(BUILD)/test-plugins/%.so): $(BUILD)/libkvcmp.a
 $(BUILD)/test-plugins/%.so: tests/plugins/candidate.c $(PUBLIC_HEADERS)
@@ -192,6 +195,9 @@ $(TEST_PLUGIN_INDEPENDENT_KINDS:%=$(BUILD)/test-plugins/%.so): $(BUILD)/test-plu
   $(BUILD)/libkvcmp.a
 	@mkdir -p $(dir $@)
 	$(Q)$(call say,CC,$@)$(CC) $(STD_FLAGS) -O1 -fPIC -shared -fvisibility=hidden $(INCLUDES) -DKIND_$* $< -o $@ $(BUILD)/libkvcmp.a $(LIBS)
+$(BUILD)/test-plugins/compress_window.so: tests/plugins/compress_window.c $(PUBLIC_HEADERS) $(BUILD)/libkvcmp.a
+	@mkdir -p $(dir $@)
+	$(Q)$(call say,CC,$@)$(CC) $(STD_FLAGS) -O1 -fPIC -shared -fvisibility=hidden $(INCLUDES) $< -o $@ $(BUILD)/libkvcmp.a $(LIBS)
 $(TEST_PLUGIN_CXX_KINDS:%=$(BUILD)/test-plugins/%.so): $(BUILD)/test-plugins/%.so: tests/plugins/%.cpp $(PUBLIC_HEADERS)
 	@mkdir -p $(dir $@)
 	$(Q)$(call say,CXX,$@)$(CXX) -std=c++17 -Wall -Wextra -Werror -O1 -fPIC -shared -fvisibility=hidden $(INCLUDES) $< -o $@

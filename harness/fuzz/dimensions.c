@@ -9,6 +9,7 @@ static const char *const closing_names[KVC_CLOSING_BUCKETS] = {"0", "1", "2-3", 
 static const char *const position_names[KVC_POSITION_BUCKETS] = {"none", "< 2^8", "< 2^16", "< 2^31", "< 2^32", ">= 2^32"};
 static const char *const padding_names[2] = {"64-byte lines", "odd stride"};
 static const char *const team_rule_keys[2] = {"spinning", "sleeping"};
+static const char *const wait_policy_names[3] = {"passive", "active", "default"};
 
 static int closing_bucket(int64_t n) { return n <= 0 ? 0 : n == 1 ? 1 : n < 4 ? 2 : n < 8 ? 3 : n < 16 ? 4 : 5; }
 static int position_bucket(int64_t p) {
@@ -18,12 +19,36 @@ static int position_bucket(int64_t p) {
     return p < ((int64_t)1 << 31) ? 3 : p < ((int64_t)1 << 32) ? 4 : 5;
 }
 
+/* A V4.1 ring case (a ring, query_start_loc): 1, 2 when a request's
+ * chunk is longer than CAP (the ring store wraps: SPEC.md 5.1), 3 when
+ * such a chunk holds a padding row among its last CAP rows; else 0. */
+static int ring_wrap_of(const kvc_case *c) {
+    const kvc_array *qsl = kvc_case_get(c, "query_start_loc"), *ring = kvc_case_get(c, "state_cache"),
+                    *slots = kvc_case_get(c, "slot_mapping");
+    if (c->compress_ratio != 2 || !qsl || !ring || !slots || ring->ndim != 3 || qsl->dtype != KVC_DT_I4 ||
+        slots->dtype != KVC_DT_I8)
+        return 0;
+    const int32_t *loc = qsl->data;
+    const int64_t *slot = slots->data;
+    int64_t cap = ring->shape[1];
+    int wrap = 1;
+    for (int64_t r = 0; r + 1 < qsl->count; r++) {
+        int64_t begin = loc[r], end = loc[r + 1];
+        if (end - begin <= cap || begin < 0 || end > slots->count) continue;
+        if (wrap < 2) wrap = 2;
+        for (int64_t t = end - cap; t < end; t++)
+            if (slot[t] < 0) wrap = 3;
+    }
+    return wrap;
+}
+
 void kvc_case_coverage_of(const kvc_gen_case *g, kvc_case_coverage *k) {
     memset(k, 0, sizeof *k);
     k->max_position = -1;
     k->dimensions = g->dimensions;
     k->edges = g->edges;
     k->rule = g->rule;
+    k->ring_wrap = ring_wrap_of(&g->c);
     kvc_array *positions = kvc_case_get(&g->c, "positions"), *slots = kvc_case_get(&g->c, "slot_mapping");
     int32_t ratio = g->c.compress_ratio > 0 ? g->c.compress_ratio : 1;
     for (int64_t t = 0; positions && slots && t < positions->count && t < slots->count; t++) {
@@ -50,6 +75,8 @@ void kvc_coverage_add(kvc_coverage_tally *t, const kvc_case_coverage *k) {
     t->aliased += k->aliased != 0;
     t->alias_unavailable += k->alias_unavailable != 0;
     if (k->team_rule > 0) t->team_rule[k->team_rule - 1]++;
+    if (k->wait_policy > 0 && k->wait_policy <= 3) t->wait_policy[k->wait_policy - 1]++;
+    for (int i = 0; i < 3; i++) t->ring_wrap[i] += k->ring_wrap > i;
     if (!k->rule) return;
     int i = 0;
     while (i < t->num_rules && strcmp(t->rules[i].name, k->rule) != 0) i++;
@@ -88,6 +115,10 @@ void kvc_coverage_print(FILE *f, const kvc_coverage_tally *t) {
     print_counts(f, "page padding", padding_names, t->padding, 2, t->cases);
     static const char *const team_rule_names[] = {"spinning (static splits)", "sleeping (dynamic)"};
     print_counts(f, "opt team rule", team_rule_names, t->team_rule, 2, t->cases);
+    print_counts(f, "omp wait policy", wait_policy_names, t->wait_policy, 3, t->cases);
+    fprintf(f, "  %-22s %lld of %lld V4.1 ring cases (%.1f%%) feed a chunk past CAP, %lld (%.1f%%) with padding in its last CAP rows\n",
+            "v4.1 ring wrap", (long long)t->ring_wrap[1], (long long)t->ring_wrap[0], share(t->ring_wrap[1], t->ring_wrap[0]),
+            (long long)t->ring_wrap[2], share(t->ring_wrap[2], t->ring_wrap[0]));
     fprintf(f, "  %-22s %lld (%.1f%%): an output placed over another tensor of the call, conflict expected\n", "aliased buffers",
             (long long)t->aliased, share(t->aliased, t->cases));
     if (t->alias_unavailable)
@@ -134,6 +165,11 @@ cJSON *kvc_coverage_json(const kvc_coverage_tally *t) {
     cJSON_AddItemToObject(root, "largest_position", named_counts(position_names, t->positions, KVC_POSITION_BUCKETS));
     cJSON_AddItemToObject(root, "page_padding", named_counts(padding_names, t->padding, 2));
     cJSON_AddItemToObject(root, "opt_team_rule", named_counts(team_rule_keys, t->team_rule, 2));
+    cJSON_AddItemToObject(root, "omp_wait_policy", named_counts(wait_policy_names, t->wait_policy, 3));
+    cJSON *wrap = cJSON_AddObjectToObject(root, "v41_ring_wrap");
+    cJSON_AddNumberToObject(wrap, "ring_cases", (double)t->ring_wrap[0]);
+    cJSON_AddNumberToObject(wrap, "chunk_past_cap", (double)t->ring_wrap[1]);
+    cJSON_AddNumberToObject(wrap, "padding_in_last_cap_rows", (double)t->ring_wrap[2]);
     cJSON *aliased = cJSON_AddObjectToObject(root, "aliased_buffers");
     cJSON_AddNumberToObject(aliased, "checked", (double)t->aliased);
     cJSON_AddNumberToObject(aliased, "skipped", (double)t->alias_unavailable);

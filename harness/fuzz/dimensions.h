@@ -33,6 +33,9 @@ typedef struct {
     unsigned edges;               /* KVC_EDGE_*: the bounds of SPEC.md 8 the case holds */
     const char *rule;             /* a corruption's rule, or NULL */
     int rejected;                 /* the reference rejected the case */
+    int wait_policy;              /* OMP_WAIT_POLICY the case ran under: 0 not run, 1 passive, 2 active, 3 default */
+    int ring_wrap;                /* V4.1 ring: 0 none, 1 chunks of CAP rows or fewer, 2 a chunk past CAP,
+                                     3 one with a padding row among its last CAP rows */
 } kvc_case_coverage;
 
 typedef struct {
@@ -44,6 +47,8 @@ typedef struct {
     int64_t padding[2];           /* page padding of whole 64-byte lines, of other multiples of 4 */
     int64_t aliased, alias_unavailable;
     int64_t team_rule[2];         /* cases run under the spinning and the sleeping team rule */
+    int64_t wait_policy[3];       /* cases run under OMP_WAIT_POLICY passive, active, default */
+    int64_t ring_wrap[3];         /* V4.1 ring cases; those with a chunk past CAP; with padding in its last CAP rows */
     int num_rules;
     struct { char name[32]; int64_t cases, rejected; } rules[KVC_MAX_RULES];
 } kvc_coverage_tally;

@@ -120,6 +120,23 @@ static void put_norm_weight_bf16(gen *g) {
     for (int d = 0; d < 512; d++) w[d] = kvc_bf16_from_f32(kvc_gen_value(g->r, g->family, KVC_ROLE_WEIGHT));
 }
 
+/* A chunk longer than CAP (chunked prefill past the ring: only its last
+ * CAP rows are stored, and they wrap around the ring), as the first of
+ * one or two requests; the other, if any, a short chunk. */
+static void plan_chunk_past_cap(gen *g, int64_t cap) {
+    g->num_requests = (int)kvc_rng_range(g->r, 1, 2);
+    g->T = 0;
+    for (int q = 0; q < g->num_requests; q++) {
+        int64_t n = q == 0 ? cap + kvc_rng_range(g->r, 1, cap < 16 ? cap + 3 : 16) : kvc_rng_range(g->r, 1, 4);
+        g->start[q] = kvc_rng_range(g->r, 0, 60);
+        g->count[q] = n;
+        for (int64_t i = 0; i < n; i++, g->T++) {
+            g->pos[g->T] = g->start[q] + i;
+            g->req[g->T] = q;
+        }
+    }
+}
+
 /* R = 2: one ring block per request, chunks of consecutive positions. */
 static void plan_v41_ring(gen *g) {
     static const int64_t caps[] = {8, 16, 32};
@@ -128,13 +145,24 @@ static void plan_v41_ring(gen *g) {
         cap = kvc_rng_chance(g->r, 1, 4) ? 128 : 64;
         g->dimensions |= KVC_DIM_LARGE_RING;
     }
-    plan_requests(g, 60, kvc_rng_chance(g->r, 1, 8) ? (int)cap + 6 : 10);
+    /* One ring case in four feeds a chunk past CAP (coverage: "v4.1 ring
+     * wrap"), drawn from a stream of its own, seeded from the case's
+     * without advancing it: the other ring cases are drawn as before. */
+    kvc_rng own;
+    kvc_rng_seed(&own, g->r->s[0] ^ kvc_rotl64(g->r->s[2], 29), 0xCA9);
+    int past_cap = kvc_rng_chance(&own, 1, 4);
+    if (past_cap) plan_chunk_past_cap(g, cap);
+    else plan_requests(g, 60, kvc_rng_chance(g->r, 1, 8) ? (int)cap + 6 : 10);
     int64_t num_blocks = g->num_requests + kvc_rng_range(g->r, 0, 2);
     int64_t blocks[MAX_REQUESTS + 3];
     for (int64_t i = 0; i < num_blocks; i++) blocks[i] = i;
     shuffle(g->r, blocks, num_blocks);
     for (int64_t t = 0; t < g->T; t++)
         g->slot[t] = kvc_rng_chance(g->r, 1, 16) ? -1 : blocks[g->req[t]] * cap + g->pos[t] % cap;
+    /* Two in three of those chunks hold a padding row among their last
+     * CAP rows: it counts towards the CAP rows stored and writes nothing
+     * (SPEC.md 5.1 ring store). */
+    if (past_cap && kvc_rng_chance(g->r, 2, 3)) g->slot[g->count[0] - 1 - kvc_rng_below(g->r, cap)] = -1;
     int64_t real_tokens = g->T;
     append_padding(g);
     for (int64_t t = real_tokens; t < g->T; t++) g->req[t] = (int32_t)kvc_rng_below(g->r, 5);   /* ignored */

@@ -6,12 +6,25 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "kvcmp/generate.h"
 #include "kvcmp/validate.h"
 #include "optimized/optimized.h"
 #include "harness/fuzz/permute.h"
 #include "harness/fuzz/teams.h"
+
+static const char *wait_policy = "default";
+
+/* Runs with the other constructors, before main: the environment libgomp
+ * (loaded before this image's constructors run) read. */
+__attribute__((constructor)) static void read_wait_policy(void) {
+    const char *policy = getenv("OMP_WAIT_POLICY");
+    if (policy && strcasecmp(policy, "active") == 0) wait_policy = "active";
+    else if (policy && strcasecmp(policy, "passive") == 0) wait_policy = "passive";
+}
+
+const char *kvc_wait_policy_at_load(void) { return wait_policy; }
 
 int kvc_backend_has_stage(const kvc_backend *b, const kvc_case *c) {
     switch (c->stage) {

@@ -62,6 +62,12 @@ typedef struct {
 } kvc_fuzz_verdict;
 
 /* 1 when the backend offers at least one stage. */
+/* The OpenMP wait policy of this process as libgomp read it at load
+ * (OMP_WAIT_POLICY then): "active", "passive" or "default" (unset or
+ * another value).  libgomp reads it once, so a fork keeps it; kvcmp fuzz
+ * records it per case (case.json meta replay, the coverage). */
+const char *kvc_wait_policy_at_load(void);
+
 int kvc_backend_offers_any(const kvc_backend *backend);
 /* 1 when the backend implements the stage(s) of the case. */
 int kvc_backend_has_stage(const kvc_backend *backend, const kvc_case *c);

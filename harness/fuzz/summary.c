@@ -71,10 +71,18 @@ static void finish_command(command_line *l, const char *what) {
  * >= 0; its summary goes to a file of its own, --json
  * OUT/fuzz-only-N.json by default, never over the campaign's), or the
  * whole campaign (index < 0). */
+/* libgomp reads OMP_WAIT_POLICY once per process and kvcmp fuzz runs
+ * under passive unless told otherwise: a campaign under the active
+ * policy reproduces under it. */
+static void add_wait_policy(command_line *l) {
+    if (strcmp(kvc_wait_policy_at_load(), "active") == 0) add_text(l, "OMP_WAIT_POLICY=active ");
+}
+
 void repro_fuzz(const campaign *c, int64_t index, char *out, size_t size) {
     const fuzz_options *o = c->o;
     command_line l = {.out = out, .size = size};
     out[0] = 0;
+    add_wait_policy(&l);
     add_text(&l, o->command);
     add_text(&l, " fuzz");
     add_option(&l, "--seed", "%llu", (unsigned long long)o->seed);
@@ -101,6 +109,7 @@ void repro_replay(const campaign *c, int64_t page_padding, const char *saved, ch
     const fuzz_options *o = c->o;
     command_line l = {.out = out, .size = size};
     out[0] = 0;
+    add_wait_policy(&l);
     add_text(&l, o->command);
     add_text(&l, " replay");
     add_option(&l, "--impl", "%s", o->candidate_name);

@@ -91,6 +91,7 @@ cJSON *replay_object(const kvc_fuzz_conditions *k) {
     int threads[2] = {k->threads, k->other_threads};
     cJSON_AddItemToObject(replay, "threads", cJSON_CreateIntArray(threads, k->other_threads > 0 ? 2 : 1));
     cJSON_AddStringToObject(replay, "team_rule", k->spinning_team ? "spinning" : "sleeping");
+    cJSON_AddStringToObject(replay, "omp_wait_policy", kvc_wait_policy_at_load());
     char seed[32];   /* a string: JSON numbers lose 64-bit integers */
     if (k->permuted) {
         snprintf(seed, sizeof seed, "0x%016llx", (unsigned long long)k->permutation_seed);
@@ -283,6 +284,7 @@ static int run_one(worker *w, int64_t index) {
     m.coverage.other_threads = v.conditions.other_threads;
     m.coverage.team_rule = g.history || !v.conditions.threads ? 0 : v.conditions.spinning_team ? 1 : 2;
     m.coverage.page_padding = g.history ? 0 : v.conditions.page_padding;
+    m.coverage.wait_policy = strcmp(kvc_wait_policy_at_load(), "passive") == 0 ? 1 : strcmp(kvc_wait_policy_at_load(), "active") == 0 ? 2 : 3;
     m.coverage.aliased = v.conditions.aliased;
     m.coverage.alias_unavailable = v.conditions.alias_unavailable;
     m.coverage.rejected = !g.history && v.outcome != KVC_FUZZ_SKIP && v.reference_status != KVC_OK;

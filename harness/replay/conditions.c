@@ -42,6 +42,8 @@ int kvc_replay_conditions_read(const kvc_case *c, kvc_replay_conditions *k, char
         const cJSON *alias = cJSON_GetObjectItemCaseSensitive(replay, "alias_seed");
         const cJSON *rule = cJSON_GetObjectItemCaseSensitive(replay, "team_rule");
         const char *rule_name = cJSON_GetStringValue(rule);
+        const cJSON *policy = cJSON_GetObjectItemCaseSensitive(replay, "omp_wait_policy");
+        const char *policy_name = cJSON_GetStringValue(policy);
         if (!cJSON_IsObject(replay)) rc = bad(error, size, "must be an object");
         else if (padding && (!cJSON_IsNumber(padding) || padding->valuedouble < 0 || (int64_t)padding->valuedouble % 4))
             rc = bad(error, size, "\"page_padding\" must be a non-negative multiple of 4 (SPEC.md 8: fp32 caches need 4-byte aligned page strides)");
@@ -53,6 +55,9 @@ int kvc_replay_conditions_read(const kvc_case *c, kvc_replay_conditions *k, char
             rc = bad(error, size, "\"alias_seed\" must be a string holding a non-zero number, e.g. \"0x1f\"");
         else if (rule && (!rule_name || (strcmp(rule_name, "spinning") != 0 && strcmp(rule_name, "sleeping") != 0)))
             rc = bad(error, size, "\"team_rule\" must be \"spinning\" or \"sleeping\"");
+        else if (policy && (!policy_name || (strcmp(policy_name, "active") != 0 && strcmp(policy_name, "passive") != 0 &&
+                                             strcmp(policy_name, "default") != 0)))
+            rc = bad(error, size, "\"omp_wait_policy\" must be \"active\", \"passive\" or \"default\"");
         else if (threads) rc = read_threads(threads, k, error, size);
         if (rc == 0) {
             if (padding) k->page_padding = (int64_t)padding->valuedouble;
@@ -60,6 +65,7 @@ int kvc_replay_conditions_read(const kvc_case *c, kvc_replay_conditions *k, char
             k->permuted = seed != NULL;
             k->aliased = alias != NULL;
             if (rule_name) k->team_rule = strcmp(rule_name, "spinning") == 0 ? 1 : 2;
+            if (policy_name) snprintf(k->wait_policy, sizeof k->wait_policy, "%s", policy_name);
         }
     }
     cJSON_Delete(meta);
@@ -128,6 +134,16 @@ void kvc_replay_note_unrun_alias(const kvc_case *c, int in_process, char *detail
 
 void kvc_replay_conditions_describe(const kvc_replay_conditions *k, char *out, size_t size) {
     out[0] = 0;
+    const char *now = kvc_wait_policy_at_load();
+    /* Spinning and sleeping idle threads differ in timing; passive and
+     * the default both end up sleeping.  libgomp read this process's
+     * policy at load: only a new process can have the recorded one. */
+    if (k->present && k->wait_policy[0] && (strcmp(k->wait_policy, "active") == 0) != (strcmp(now, "active") == 0)) {
+        int n = snprintf(out, size, " (found under OMP_WAIT_POLICY=%s, replayed under %s: run again with OMP_WAIT_POLICY=%s)",
+                         k->wait_policy, now, strcmp(k->wait_policy, "default") == 0 ? "unset" : k->wait_policy);
+        if (n < 0 || (size_t)n >= size) return;
+        out += n, size -= (size_t)n;
+    }
     if (!k->present || (k->num_threads < 2 && !k->permuted && !k->aliased)) return;
     size_t n = (size_t)snprintf(out, size, " (case.json replay:");
     for (int i = 0; i < k->num_threads && n < size; i++) n += (size_t)snprintf(out + n, size - n, "%s%d", i ? "," : " threads ", k->threads[i]);

@@ -22,6 +22,8 @@ typedef struct {
     int aliased;              /* the aliased-buffers check (SPEC.md 8.1) ran */
     uint64_t alias_seed;
     int team_rule;            /* the optimized backend's: 0 not recorded, 1 spinning, 2 sleeping */
+    char wait_policy[8];      /* OMP_WAIT_POLICY the case was found under ("active", "passive", "default"), "" not recorded;
+                                 libgomp reads it once per process, so replay names a difference and cannot change it */
 } kvc_replay_conditions;
 
 /* Reads c->meta_json's "replay"; 0, or -1 with a message naming the field. */

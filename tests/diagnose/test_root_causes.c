@@ -6,6 +6,11 @@
  *   that rounds fp8 subnormal ties away from zero: named by the
  *   catalogue's entry for that; one that truncates fp8 subnormals, which
  *   the catalogue lacks: no name, in the summary and in replay alike;
+ *   kernels written on their own with one bug of each family in their
+ *   own code (rounding: bf16 and fp8 ties away, bf16 and fp8 truncation;
+ *   NaN: a payload kept, a block maximum that drops NaN; window: one row
+ *   early, tests/plugins/compress_window.c): each one signature, named
+ *   by the catalogue's entry for its bug and by no other;
  *   an exp within an ulp but not correctly rounded
  *   (harness/mutants/softmax_exp_approximate.sed): one last-bit
  *   signature per stage that pools, no name;
@@ -119,6 +124,91 @@ Test(root_causes, an_independent_kernel_with_a_catalogued_bug_is_named_by_it, .t
     expect_named_by(cJSON_GetArrayItem(c.signatures, 0), "fp8-subnormal-ties-away", c.log);
     cr_expect(strstr(c.log, "      explained by: fp8-subnormal-ties-away (SPEC 1 fp8); held on ") != NULL, "%s", c.log);
     campaign_free(&c);
+}
+
+/* A campaign of test candidate `kind` (a kernel written on its own with
+ * one bug) finds one signature, explained by exactly `name`. */
+static void expect_independent_kernel_named(const char *kind, const char *name) {
+    char candidate[512];
+    test_plugin(kind, candidate, sizeof candidate);
+    campaign c;
+    run_campaign(candidate, "1", "3000", NULL, 0, &c);
+    cr_assert_eq(cJSON_GetArraySize(c.signatures), 1, "%s:\n%s", kind, c.log);
+    expect_named_by(cJSON_GetArrayItem(c.signatures, 0), name, c.log);
+    campaign_free(&c);
+}
+
+Test(root_causes, independent_bf16_ties_away_is_named_bf16_half_away, .timeout = 300) {
+    expect_independent_kernel_named("bf16_ties_away", "bf16-half-away");
+}
+
+Test(root_causes, independent_bf16_truncation_is_named_by_it, .timeout = 300) {
+    expect_independent_kernel_named("bf16_truncation", "bf16-truncation");
+}
+
+Test(root_causes, independent_fp8_ties_away_is_named_by_it, .timeout = 300) {
+    expect_independent_kernel_named("fp8_ties_away", "fp8-ties-away");
+}
+
+Test(root_causes, independent_fp8_truncation_is_named_by_it, .timeout = 300) {
+    expect_independent_kernel_named("fp8_truncation", "fp8-truncation");
+}
+
+Test(root_causes, independent_bf16_nan_payload_kept_is_named_by_it, .timeout = 300) {
+    expect_independent_kernel_named("bf16_nan_payload_kept", "bf16-nan-payload-kept");
+}
+
+Test(root_causes, independent_block_max_dropping_nan_is_named_by_it, .timeout = 300) {
+    expect_independent_kernel_named("block_max_drops_nan", "block-max-drops-nan");
+}
+
+Test(root_causes, independent_window_one_row_early_is_named_window_starts_early, .timeout = 300) {
+    expect_independent_kernel_named("compress_window", "window-starts-early");
+}
+
+/* The first case.json under dir, read whole (NULL when none). */
+static char *first_saved_case_json(const char *dir) {
+    char command[512];
+    snprintf(command, sizeof command, "find %s -name case.json | sort | head -1", dir);
+    FILE *p = popen(command, "r");
+    cr_assert_not_null(p);
+    char path[400] = "";
+    if (!fgets(path, sizeof path, p)) path[0] = 0;
+    pclose(p);
+    path[strcspn(path, "\n")] = 0;
+    return path[0] ? support_read_file(path) : NULL;
+}
+
+/* libgomp reads OMP_WAIT_POLICY once per process: a campaign run under
+ * the active policy says so per case (coverage, case.json meta replay)
+ * and its __REPRO lines set it; one without a policy runs under passive
+ * (kvcmp fuzz re-executes itself) and says that. */
+Test(root_causes, the_wait_policy_a_case_ran_under_is_recorded_and_reproduced, .timeout = 300) {
+    char candidate[512];
+    test_plugin("fp8_ties_away", candidate, sizeof candidate);
+    const char *policies[] = {"active", "passive"};
+    for (int i = 0; i < 2; i++) {
+        if (i == 0) setenv("OMP_WAIT_POLICY", "active", 1);
+        else unsetenv("OMP_WAIT_POLICY");
+        campaign c;
+        run_campaign(candidate, "1", "600", NULL, 0, &c);
+        unsetenv("OMP_WAIT_POLICY");
+        const cJSON *counts = cJSON_GetObjectItem(cJSON_GetObjectItem(c.summary, "coverage"), "omp_wait_policy");
+        cr_assert_not_null(counts, "no coverage.omp_wait_policy:\n%s", c.log);
+        cr_expect_eq(number_of(counts, policies[i]), 600, "%s", c.log);
+        cr_expect_eq(number_of(counts, policies[1 - i]), 0, "%s", c.log);
+        int prefixed = strstr(c.log, "__REPRO: OMP_WAIT_POLICY=active ") != NULL;
+        cr_expect_eq(prefixed, i == 0, "%s", c.log);
+        cr_expect(strstr(c.log, "__REPRO: ") != NULL, "%s", c.log);
+        char *json = first_saved_case_json(c.save);
+        cr_assert_not_null(json, "no case saved under %s", c.save);
+        cJSON *saved = cJSON_Parse(json);
+        const cJSON *replay = cJSON_GetObjectItem(cJSON_GetObjectItem(saved, "meta"), "replay");
+        cr_expect_str_eq(string_of(replay, "omp_wait_policy"), policies[i]);
+        cJSON_Delete(saved);
+        free(json);
+        campaign_free(&c);
+    }
 }
 
 /* Each FAIL line of `kvcmp replay --impl candidate` over the saved cases. */

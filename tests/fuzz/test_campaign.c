@@ -379,6 +379,31 @@ Test(fuzz_options, time_limited_campaign, .timeout = 60) {
     support_free_run(&run);
 }
 
+/* One V4.1 ring case in four feeds a chunk longer than CAP (the ring
+ * store wraps), most with a padding row among its last CAP rows; the
+ * summary counts both.  Of 400 ring cases at least 60 and 30 (expected
+ * 100 and about 67: the draw's shares, 1/4 and 2/3 of those). */
+Test(fuzz_campaign, chunks_past_cap_are_a_regular_draw, .timeout = 60) {
+    char dir[64], json[128];
+    support_temp_dir(dir, sizeof dir);
+    snprintf(json, sizeof json, "%s/summary.json", dir);
+    char *argv[] = {"--cases", "400", "--seed", "3", "--jobs", "1", "--candidate", "ref", "--stage", "v41.save_compress_norm/r2",
+                    "--invalid-rate", "0", "--json", json, "--quiet"};
+    captured_run run = run_fuzz(ARGC(argv), argv);
+    cr_expect_eq(run.status, 0, "%s", run.err);
+    cJSON *root = read_json(json);
+    const cJSON *wrap = cJSON_GetObjectItem(cJSON_GetObjectItem(root, "coverage"), "v41_ring_wrap");
+    cr_assert_not_null(wrap, "no coverage.v41_ring_wrap in the summary");
+    cr_expect_eq(json_number(wrap, "ring_cases"), 400);
+    cr_expect_geq(json_number(wrap, "chunk_past_cap"), 60);
+    cr_expect_geq(json_number(wrap, "padding_in_last_cap_rows"), 30);
+    cr_expect_leq(json_number(wrap, "padding_in_last_cap_rows"), json_number(wrap, "chunk_past_cap"));
+    expect_contains(run.out, "  v4.1 ring wrap         ", "the summary");
+    cJSON_Delete(root);
+    support_free_run(&run);
+    support_remove_tree(dir);
+}
+
 /* --json FILE without a directory part writes into the current directory. */
 Test(fuzz_options, json_in_the_current_directory, .timeout = 60) {
     char dir[64];

@@ -1,7 +1,6 @@
 /* A v41.rope_plain_insert written on its own from SPEC.md 5.3 (only the
  * validation of section 8 is libkvcmp's), with its own RoPE, bf16 and
- * fp8 rounding, and one bug in the fp8 rounding of subnormal results
- * (magnitudes below 2^-6, steps of 2^-9).  The Makefile builds one
+ * fp8 rounding, and one bug in its own code.  The Makefile builds one
  * library per kind:
  *
  *   fp8_subnormal_ties_away   a subnormal halfway between two codes goes
@@ -9,9 +8,20 @@
  *   fp8_subnormals_truncated  a subnormal result is truncated towards
  *                             zero instead of rounded to nearest even (a
  *                             bug the deviation catalogue has no entry for)
+ *   fp8_ties_away             every fp8 tie goes away from zero
+ *   fp8_truncation            every fp8 result is truncated towards zero
+ *   bf16_ties_away            a bf16 tie goes away from zero
+ *   bf16_truncation           bf16 keeps the upper 16 bits
+ *   bf16_nan_payload_kept     bf16(NaN) keeps the sign and upper payload
+ *                             bits, quieted, instead of 0x7FC0
+ *   block_max_drops_nan       a v41.rope_quant_insert (SPEC.md 5.2, step
+ *                             9 and the fp8_ds_mla row of SPEC.md 3 its
+ *                             own) whose block magnitude skips NaN values
+ *                             (this kind offers that stage only)
  *
- * The diagnosis must name the first by the catalogue's entry for it and
- * leave the second unexplained (tests/diagnose/test_root_causes.c). */
+ * The diagnosis must name each by the catalogue's entry for it, or leave
+ * it unexplained where the catalogue lacks it, never misname it
+ * (tests/diagnose/test_root_causes.c). */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -31,9 +41,20 @@ static float widen(uint16_t b) {
 static uint16_t to_bf16(float f) {
     uint32_t u;
     memcpy(&u, &f, sizeof u);
+#if defined(KIND_bf16_nan_payload_kept)
+    if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)((u >> 16) | 0x0040u);
+#else
     if ((u & 0x7FFFFFFFu) > 0x7F800000u) return 0x7FC0;
+#endif
+#if defined(KIND_bf16_truncation)
+    return (uint16_t)(u >> 16);
+#elif defined(KIND_bf16_ties_away)
+    u += 0x8000u;
+    return (uint16_t)(u >> 16);
+#else
     u += 0x7FFFu + ((u >> 16) & 1u);
     return (uint16_t)(u >> 16);
+#endif
 }
 
 /* n + frac steps of a binade rounded to a whole number of steps. */
@@ -46,6 +67,10 @@ static int round_steps(float steps, int subnormal) {
     int up = rest > 0.5f || (rest == 0.5f && (n & 1));
 #if defined(KIND_fp8_subnormal_ties_away)
     if (subnormal && rest == 0.5f) up = 1;
+#elif defined(KIND_fp8_ties_away)
+    if (rest == 0.5f) up = 1;
+#elif defined(KIND_fp8_truncation)
+    up = 0;
 #endif
     (void)subnormal;
     return n + up;
@@ -64,6 +89,7 @@ static uint8_t to_fp8(float f) {
     return (uint8_t)(sign | (e + 7) << 3 | (n - 8));
 }
 
+#if !defined(KIND_block_max_drops_nan)
 static int plain_insert(const kvc_v41_insert_args *a, kvc_error *err) {
     int rc = kvc_validate_v41_insert(a, 0, err);
     if (rc) return rc;
@@ -96,10 +122,74 @@ static int plain_insert(const kvc_v41_insert_args *a, kvc_error *err) {
     }
     return KVC_OK;
 }
+#endif
+
+#if defined(KIND_block_max_drops_nan)
+/* SPEC.md 5.2: step 9 on the seven 64-wide NoPE blocks, RoPE on the
+ * last 64 dims stored as bf16, the eighth scale byte 0. */
+static int quant_insert(const kvc_v41_insert_args *a, kvc_error *err) {
+    int rc = kvc_validate_v41_insert(a, 1, err);
+    if (rc) return rc;
+    for (int64_t t = 0; t < a->num_tokens; t++) {
+        int64_t slot = a->slot_mapping[t], p = a->positions[t];
+        if (slot < 0 || (p + 1) % a->compress_ratio != 0) continue;
+        float x[512];
+        for (int d = 0; d < 512; d++) x[d] = widen(a->latent[t * 512 + d]);
+        uint8_t *token = kvc_ds_mla_token(&a->kv_cache, slot), *scales = kvc_ds_mla_scales(&a->kv_cache, slot);
+        for (int b = 0; b < 7; b++) {
+            const float *y = x + 64 * b;
+            float m = 1e-4f;
+            for (int j = 0; j < 64; j++) {
+                float v = fabsf(y[j]);
+#if defined(KIND_block_max_drops_nan)
+                if (v != v) continue;
+#endif
+                if (v != v || m != m) m = NAN;
+                else if (v > m) m = v;
+            }
+            float q = m / 448.0f, multiplier;
+            if (q != q) {
+                multiplier = NAN;
+                scales[b] = 255;
+            } else if (isinf(q)) {
+                multiplier = 0.0f;
+                scales[b] = 255;
+            } else {
+                int k;
+                float f = frexpf(q, &k);   /* q = f * 2^k, f in [0.5, 1): ceil(log2 q) = k, or k - 1 when f = 0.5 */
+                int e = f == 0.5f ? k - 1 : k;
+                multiplier = ldexpf(1.0f, -e);
+                scales[b] = (uint8_t)(e + 127 < 0 ? 0 : e + 127 > 255 ? 255 : e + 127);
+            }
+            for (int j = 0; j < 64; j++) {
+                float v = y[j] * multiplier;
+                if (v > 448.0f) v = 448.0f;
+                if (v < -448.0f) v = -448.0f;
+                token[64 * b + j] = to_fp8(v);
+            }
+        }
+        scales[7] = 0;
+        const float *cs = a->cos_sin + (p / a->compress_ratio) * a->compress_ratio * 64;
+        for (int i = 0; i < 32; i++) {
+            float c = cs[i], s = cs[32 + i], even = x[448 + 2 * i], odd = x[448 + 2 * i + 1];
+            uint16_t e = to_bf16(fmaf(even, c, -(odd * s))), o = to_bf16(fmaf(odd, c, even * s));
+            token[448 + 4 * i] = (uint8_t)e;
+            token[448 + 4 * i + 1] = (uint8_t)(e >> 8);
+            token[448 + 4 * i + 2] = (uint8_t)o;
+            token[448 + 4 * i + 3] = (uint8_t)(o >> 8);
+        }
+    }
+    return KVC_OK;
+}
+#endif
 
 static const kvcmp_plugin table = {
-    .abi_version = KVCMP_PLUGIN_ABI_VERSION, .struct_size = sizeof(kvcmp_plugin), .name = "independent plain insert (test candidate)",
+    .abi_version = KVCMP_PLUGIN_ABI_VERSION, .struct_size = sizeof(kvcmp_plugin), .name = "independent insert (test candidate)",
+#if defined(KIND_block_max_drops_nan)
+    .v41_rope_quant_insert = quant_insert,
+#else
     .v41_rope_plain_insert = plain_insert,
+#endif
 };
 
 KVCMP_PLUGIN_EXPORT const kvcmp_plugin *kvcmp_plugin_entry(void) { return &table; }
