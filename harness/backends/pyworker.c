@@ -244,6 +244,7 @@ typedef struct {
     void *data;              /* NULL: the tensor is absent */
     size_t bytes;            /* span in memory, padding included */
     int output;
+    int by_value;            /* a scalar argument (fp8_scale): a C candidate gets a copy, so no write of it comes back */
     size_t offset;           /* in the shared memory */
 } wire_tensor;
 
@@ -392,8 +393,13 @@ static int call_worker(int stage, wire_call *c, const void *args, validator_fn v
     }
     cJSON *reply = cJSON_Parse(line);
     free(line);
+    /* Outputs come back; so do inputs the candidate wrote into (a py:
+     * candidate's inputs are copies in the shared memory): the campaign's
+     * const-input check (harness/fuzz/run.c) then fails the case as
+     * input-write and puts the case's bytes back, as for a C candidate. */
     for (int i = 0; i < c->n; i++)
-        if (c->t[i].output && c->t[i].data && c->t[i].bytes) memcpy(c->t[i].data, w->shm + c->t[i].offset, c->t[i].bytes);
+        if (c->t[i].data && c->t[i].bytes && !c->t[i].by_value && (c->t[i].output || memcmp(c->t[i].data, w->shm + c->t[i].offset, c->t[i].bytes) != 0))
+            memcpy(c->t[i].data, w->shm + c->t[i].offset, c->t[i].bytes);
     int rc = reply ? reply_status(stage, reply, args, validate, err)
                    : kvc_fail(err, KVC_ERR_CANDIDATE, "protocol: the Python worker sent a line that is not JSON");
     if (!reply || must_restart(reply)) end_worker(w, 1);
@@ -494,7 +500,7 @@ static int py_v41_insert(const kvc_v41_insert_args *a, kvc_error *err, int stage
     add(&c, "cos_sin", "<f4", 4, a->cos_sin, 0, 2, a->cos_sin_rows, 64);
     if (a->cache_dtype == KVC_CACHE_BF16) add_paged(&c, "kv_cache", "<u2", 2, &a->kv_cache, 1);
     else add_paged(&c, "kv_cache", "|u1", 1, &a->kv_cache, 1);
-    if (a->cache_dtype == KVC_CACHE_FP8_E4M3) add(&c, "fp8_scale", "<f4", 4, &a->fp8_scale, 0, 1, 1, 0);
+    if (a->cache_dtype == KVC_CACHE_FP8_E4M3) add(&c, "fp8_scale", "<f4", 4, &a->fp8_scale, 0, 1, 1, 0)->by_value = 1;
     return call_worker(stage, &c, a, stage == STAGE_QUANT_INSERT ? validate_quant_insert : validate_plain_insert, err);
 }
 
