@@ -110,10 +110,9 @@ static int results_differ(const kvc_case *c, const kvc_run_result *a, const kvc_
     return 1;
 }
 
-/* A rejected input must leave every cache as it was (single stages; a
- * forward may legitimately have run its first stage). */
+/* A rejected input must leave every cache as it was (a forward too:
+ * SPEC.md 4.3, arguments its second stage rejects never reach its first). */
 static int written_on_error(const kvc_case *c, const kvc_run_result *r, char *out, size_t size) {
-    if (c->stage == KVC_STAGE_V4_FORWARD || c->stage == KVC_STAGE_V41_FORWARD) return 0;
     for (int i = 0; i < r->num_outputs; i++) {
         kvc_array *input = kvc_case_get(c, r->outputs[i].name);
         const kvc_array *got = &r->outputs[i].array;

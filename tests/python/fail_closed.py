@@ -34,3 +34,7 @@ def validates_no_second_stage(case):
         if case.stage in ("v4.compress", "v41.rope_quant_insert"):
             return None
         raise
+
+
+def reference(case):
+    return kvcmp.reference(case)
