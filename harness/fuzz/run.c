@@ -137,13 +137,17 @@ static const char *candidate_failure_kind(int status) {
     }
 }
 
-/* "STAGE: CLASS: detail" of an out-of-process candidate's failure. */
-static void split_failure(const char *message, kvc_fuzz_verdict *v) {
+/* "STAGE: CLASS: detail" of an out-of-process candidate's failure; the
+ * check it fails: kind, or the class where that is a check of its own (a
+ * reply stream out of step, a worker that did not start in time). */
+static const char *split_failure(const char *message, const char *kind, kvc_fuzz_verdict *v) {
     size_t stage = strcspn(message, ":");
     snprintf(v->failure_stage, sizeof v->failure_stage, "%.*s", (int)stage, message);
     const char *rest = message[stage] ? message + stage + 1 : message + stage;
     rest += strspn(rest, " ");
     snprintf(v->failure_class, sizeof v->failure_class, "%.*s", (int)strcspn(rest, ":"), rest);
+    if (strcmp(v->failure_class, "protocol") == 0 || strcmp(v->failure_class, "startup-timeout") == 0) return v->failure_class;
+    return kind;
 }
 
 /* A metamorphic re-run that failed on its own (an exception, a crash,
@@ -151,7 +155,7 @@ static void split_failure(const char *message, kvc_fuzz_verdict *v) {
 static int candidate_failed_alone(const kvc_run_result *r, kvc_fuzz_verdict *v) {
     const char *kind = candidate_failure_kind(r->status);
     if (!kind) return 0;
-    split_failure(r->error.message, v);
+    kind = split_failure(r->error.message, kind, v);
     fail(v, kind, "%s (on a metamorphic re-run)", r->error.message);
     return 1;
 }
@@ -296,7 +300,7 @@ static kvc_fuzz_outcome compare_runs(const kvc_fuzz_target *t, const kvc_case *c
     char detail[700];
     const char *kind = candidate_failure_kind(cand->status);
     if (kind) {
-        split_failure(cand->error.message, v);
+        kind = split_failure(cand->error.message, kind, v);
         return fail(v, kind, "%s (the reference returned %s)", cand->error.message, kvc_status_name(ref->status));
     }
     if (cand->padding_touched) return fail(v, "padding", "%s", cand->padding_message);

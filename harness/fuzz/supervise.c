@@ -275,7 +275,9 @@ const char *kvc_protocol_error(const kvc_worker_message *m, const kvc_worker_vie
         snprintf(why, size, "it ended its job at case %lld, before its cases were done", (long long)v->next_index);
     else if (m->type == KVC_MSG_RETIRE && v->phase != KVC_JOB_IDLE)
         snprintf(why, size, "it retired in the middle of case %lld", (long long)v->index);
-    else if ((unsigned)m->type > KVC_MSG_RETIRE)
+    else if (m->type == KVC_MSG_PHASE && (v->phase == KVC_JOB_IDLE || m->index != v->index || (unsigned)m->phase > 2))
+        snprintf(why, size, "it sent a phase (%d) for case %lld, which it was not running", m->phase, (long long)m->index);
+    else if ((unsigned)m->type > KVC_MSG_PHASE)
         snprintf(why, size, "it sent a message of unknown type %d", m->type);
     else
         return NULL;

@@ -2,6 +2,7 @@
 the reference's outputs and then does one thing the campaign must not let
 through."""
 import os
+import time
 
 import numpy as np
 
@@ -38,3 +39,62 @@ def validates_no_second_stage(case):
 
 def reference(case):
     return kvcmp.reference(case)
+
+
+def closes_descriptors_and_hangs(case):
+    """Closes every descriptor it can (kvcmp's pipes among them) and sleeps."""
+    os.closerange(0, 1024)
+    time.sleep(3600)
+
+
+_called = False
+
+
+def compiles_on_first_call(case):
+    """The first call in its process sleeps COMPILE_SECONDS (a JIT compiling); the
+    others are the reference."""
+    global _called
+    if not _called:
+        _called = True
+        time.sleep(float(os.environ.get("FAIL_CLOSED_COMPILE_SECONDS", "1.5")))
+    return kvcmp.reference(case)
+
+
+compiles_on_first_call.stages = ["v41.rope_quant_insert"]
+
+
+def _first_time(name):
+    path = os.path.join(os.environ["FAIL_CLOSED_MARKS"], name)
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL))
+        return True
+    except FileExistsError:
+        return False
+
+
+def writes_a_stray_reply(case):
+    """Once per campaign, a reply line of its own into the worker's reply
+    stream (descriptor 4) before the worker's."""
+    if _first_time("stray"):
+        os.write(4, b'{"status": "ok"}\n')
+    return kvcmp.reference(case)
+
+
+writes_a_stray_reply.stages = ["v41.rope_quant_insert"]
+
+
+def leaves_a_setsid_helper(case):
+    """Once per campaign: a grandchild in a session of its own (out of the
+    worker's process group) that writes FAIL_CLOSED_LATE_FILE 3 s later."""
+    if _first_time("helper"):
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                time.sleep(3)
+                with open(os.environ["FAIL_CLOSED_LATE_FILE"], "w") as f:
+                    f.write("written after kvcmp ended\n")
+            os._exit(0)
+    return kvcmp.reference(case)
+
+
+leaves_a_setsid_helper.stages = ["v41.rope_quant_insert"]

@@ -37,3 +37,41 @@ def test_a_forwards_second_stage_gets_its_invalid_arguments(tmp_path, stage):
     # The same cases pass a candidate that validates (the reference in Python).
     summary = kvcmp.fuzz(fail_closed.reference, stages=stage, seed=3, cases=60, invalid_rate=1000, out=str(tmp_path / "o2"), quiet=True)
     assert summary.ok, summary.report()
+
+
+def test_a_slow_import_is_held_to_the_startup_timeout_and_named(tmp_path):
+    env = kvcmp.fuzzing.worker_environment()
+    env["SLOW_IMPORT_SECONDS"] = "30"
+    started = time.time()
+    run = subprocess.run([sys.executable, "-m", "kvcmp", "fuzz", "--candidate", "py:%s/slow_import.py:candidate" % HERE, "--cases", "3",
+                          "--startup-timeout", "1", "--out", str(tmp_path / "o")], capture_output=True, text=True, env=env, timeout=120)
+    assert run.returncode == 2 and time.time() - started < 20, run.stderr
+    assert "did not finish importing the candidate %s/slow_import.py:candidate within 1 s (--startup-timeout)" % HERE in run.stderr, run.stderr
+    assert "numpy" not in run.stderr, run.stderr
+
+
+def test_a_first_call_gets_the_compile_allowance_and_its_timeout_is_named(tmp_path):
+    os.environ["FAIL_CLOSED_COMPILE_SECONDS"] = "2"
+    summary = kvcmp.fuzz(fail_closed.compiles_on_first_call, stages="v41.rope_quant_insert", seed=1, cases=4, jobs=1, timeout=1, compile_timeout=10,
+                         out=str(tmp_path / "o1"), quiet=True)
+    assert summary.ok, summary.report() + summary.output
+    assert "--compile-timeout 10 s (its first call of each geometry" in summary.output, summary.output
+    assert summary.data["run"]["options"]["compile_timeout_seconds"] == 10, summary.data["run"]
+    summary = kvcmp.fuzz(fail_closed.compiles_on_first_call, stages="v41.rope_quant_insert", seed=1, cases=2, jobs=1, timeout=0.5, compile_timeout=0.5,
+                         out=str(tmp_path / "o2"), quiet=True, max_failures_per_signature=10)
+    assert summary.exit_code == 1 and summary.failures == 2, summary.report() + summary.output
+    assert {s.check for s in summary.signatures} == {"compile-timeout"}, summary.report()
+    assert all("--compile-timeout 0.5" in s.first_repro for s in summary.signatures), summary.report()
+    assert "first call of this geometry" in summary.output, summary.output
+
+
+def test_a_stray_reply_line_fails_its_own_case_as_protocol_only(tmp_path):
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    os.environ["FAIL_CLOSED_MARKS"] = str(marks)
+    summary = kvcmp.fuzz(fail_closed.writes_a_stray_reply, stages="v41.rope_quant_insert", seed=2, cases=12, jobs=1, invalid_rate=0, out=str(tmp_path / "o"),
+                         quiet=True, shrink_seconds=0.5)
+    assert summary.exit_code == 1 and summary.failures == 1 and summary.cases == 12, summary.report() + summary.output
+    (s,) = summary.signatures
+    assert s.check == "protocol", s.key
+    assert "the candidate wrote into the worker's reply stream (descriptor 4)" in summary.output, summary.output
