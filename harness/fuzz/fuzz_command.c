@@ -147,7 +147,9 @@ int kvc_campaign_main(const char *command, int argc, char **argv) {
     int rc = parse_options(argc, argv, &o, &regressions, &regressions_skip);
     if (rc) return rc == KVC_OPTIONS_HELP ? 0 : rc;
     kvc_campaign_summary summary;
+    kvc_become_subreaper();
     rc = kvc_campaign_run(&o, &summary);
+    kvc_reap_descendants(NULL, 0);
     kvc_campaign_summary_free(&summary);
     if (regressions && (rc == 0 || rc == 1)) {
         /* A user's kept cases, replayed through the same candidate. */
@@ -166,6 +168,7 @@ int kvc_campaign_main(const char *command, int argc, char **argv) {
         int replayed = kvc_cmd_replay(n, replay_argv);
         if (replayed > rc) rc = replayed;
     }
+    kvc_reap_descendants(NULL, 0);
     return rc;
 }
 

@@ -57,6 +57,17 @@ void kvc_close_inherited_fds(int keep_a, int keep_b);
 /* SIGKILL to the process group of a child set up by kvc_child_setup: the
  * helpers its candidate forked die with it. */
 void kvc_kill_group(pid_t pid);
+/* Makes this process the subreaper of its descendants (a command that
+ * supervises candidates: kvcmp fuzz and replay), so that a helper a
+ * candidate detached (setsid, a double fork) becomes its child when its
+ * own parent dies, not init's. */
+void kvc_become_subreaper(void);
+/* After a supervised child was killed and reaped: kills and reaps every
+ * child of this process but the keep[num_keep] (the live workers), the
+ * orphans handed to it as subreaper included, again until none is left.
+ * Nothing without kvc_become_subreaper (a library caller's children are
+ * its own). */
+void kvc_reap_descendants(const pid_t *keep, int num_keep);
 /* A descriptor that becomes readable when the child exits (a pidfd), or
  * -1 on kernels without one. */
 int kvc_exit_fd(pid_t pid);

@@ -380,6 +380,13 @@ static void reap_worker(supervisor *s, int job, const char *kind, const char *wh
     int status = 0;
     while (waitpid(slot->pid, &status, 0) < 0 && errno == EINTR) {}
     kvc_interrupt_untrack(slot->pid);
+    /* What the worker's candidate left behind outside its group (setsid,
+     * a double fork) was handed to this process: it goes too. */
+    pid_t live[MAX_JOBS];
+    int num_live = 0;
+    for (int j = 0; j < o->jobs; j++)
+        if (j != job && s->jobs[j].pid) live[num_live++] = s->jobs[j].pid;
+    kvc_reap_descendants(live, num_live);
     if (o->save_dir[0]) kvc_case_remove_partial_saves(o->save_dir, slot->pid);
     pid_t pid = slot->pid;
     slot->pid = 0;

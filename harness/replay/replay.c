@@ -611,7 +611,11 @@ int kvc_cmd_replay(int argc, char **argv) {
         options.variant_mask = kvc_variant_mask(stage_list, bad, sizeof bad);
         if (!options.variant_mask) return kvc_usage_error(&line, "--stage item '%s' matches no variant (kvcmp fuzz --list names them)", bad);
     }
-    return replay_paths(paths, num_paths, &options);
+    /* Candidates' helpers that left their process group are found and killed too. */
+    kvc_become_subreaper();
+    int rc = replay_paths(paths, num_paths, &options);
+    kvc_reap_descendants(NULL, 0);
+    return rc;
 }
 
 /* "N passed, M failed, K skipped", and the known differences when there are any. */

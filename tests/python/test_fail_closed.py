@@ -75,3 +75,30 @@ def test_a_stray_reply_line_fails_its_own_case_as_protocol_only(tmp_path):
     (s,) = summary.signatures
     assert s.check == "protocol", s.key
     assert "the candidate wrote into the worker's reply stream (descriptor 4)" in summary.output, summary.output
+
+
+@pytest.mark.parametrize("command", ["fuzz", "replay"])
+def test_a_helper_that_left_the_process_group_is_killed_with_its_worker(tmp_path, command, kvcmp_bin):
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    out = tmp_path / "out"
+    out.mkdir()
+    late = out / "late.txt"
+    env = kvcmp.fuzzing.worker_environment()
+    env.update(FAIL_CLOSED_MARKS=str(marks), FAIL_CLOSED_LATE_FILE=str(late))
+    candidate = "py:%s/fail_closed.py:leaves_a_setsid_helper" % HERE
+    if command == "fuzz":
+        argv = [kvcmp_bin, "fuzz", "--candidate", candidate, "--stage", "v41.rope_quant_insert", "--cases", "3", "--jobs", "1",
+                "--out", str(out)]
+    else:
+        case = tmp_path / "case"
+        generated = kvcmp.generate("v41.rope_quant_insert", 1, 0)
+        for name, value in kvcmp.reference(generated).items():
+            generated.tensors[name + ".out"] = value
+        kvcmp.save_case(str(case), generated)
+        argv = [kvcmp_bin, "replay", "--impl", candidate, str(case)]
+    run = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert (marks / "helper").exists(), "the candidate did not start its helper"
+    time.sleep(4)
+    assert not late.exists(), "a helper the candidate detached (setsid) wrote after kvcmp %s ended" % command
