@@ -19,7 +19,8 @@ static const kvc_backend *pick_candidate(fuzz_options *o, const char **label, in
     *self_check = 0;
     if (o->candidate_name) {
         const kvc_backend *b = kvc_backend_by_name(o->candidate_name, error, sizeof error);
-        if (!b && !kvc_interrupted()) fprintf(stderr, "kvcmp fuzz: %s (--candidate)\n", error);
+        char shown[4 * sizeof error];   /* a Python candidate's exception text among it */
+        if (!b && !kvc_interrupted()) fprintf(stderr, "kvcmp fuzz: %s (--candidate)\n", kvc_escape_text(error, shown, sizeof shown));
         /* An optimized path is named by the ISA that runs: "opt (avx2)". */
         *label = kvc_optimized_backend_is(b) ? b->name : o->candidate_name;
         return b;

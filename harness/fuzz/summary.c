@@ -229,7 +229,8 @@ void print_summary(campaign *c, double elapsed) {
         printf("fuzz: %d worker%s died or were killed outside a case (WORKER LOST and 'saving it unshrunk' lines above) and "
                "were replaced\n", c->workers_lost, c->workers_lost == 1 ? "" : "s");
     if (c->interrupted) printf("fuzz: INTERRUPTED by %s after %.1f s: the cases above are all that ran\n", strsignal(c->interrupted), elapsed);
-    if (c->broken[0]) printf("fuzz: FAILED, cases not accounted for: %s\n", c->broken);
+    char shown[4 * sizeof c->broken];
+    if (c->broken[0]) printf("fuzz: FAILED, cases not accounted for: %s\n", kvc_escape_text(c->broken, shown, sizeof shown));
     char stopped[300];
     stop_text(c, stopped, sizeof stopped);
     if (c->first_start_at >= 0)

@@ -102,3 +102,30 @@ def test_a_helper_that_left_the_process_group_is_killed_with_its_worker(tmp_path
     assert (marks / "helper").exists(), "the candidate did not start its helper"
     time.sleep(4)
     assert not late.exists(), "a helper the candidate detached (setsid) wrote after kvcmp %s ended" % command
+
+
+def test_an_outside_status_with_a_duplicated_key_is_refused(tmp_path, kvcmp_bin):
+    from kvcmp.case import run_outside
+    run = subprocess.run([kvcmp_bin, "gen", "--seed", "5", "--cases", "1", "--invalid-rate", "0", "--stage", "v41.rope_quant_insert",
+                          "--out", str(tmp_path / "cases")], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    (case,) = [str(p) for p in (tmp_path / "cases").iterdir()]
+    out = tmp_path / "out"
+    assert run_outside(fail_closed.reference, case, out) == "ran"
+    status = out / os.path.basename(case) / "status.json"
+    # cJSON reads the first "status", Python's json the last: they would disagree.
+    status.write_text('{"status": "ran", "status": "crashed", "message": ""}')
+    run = subprocess.run([kvcmp_bin, "replay", "--outputs", str(out), case], capture_output=True, text=True)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert 'the key "status" appears twice' in run.stdout and "0 passed, 1 failed" in run.stdout, run.stdout
+
+
+@pytest.mark.parametrize("command", ["fuzz", "replay"])
+def test_a_candidates_load_error_is_escaped(tmp_path, command, kvcmp_bin):
+    spec = "py:%s/raises_on_import.py:candidate" % HERE
+    argv = [kvcmp_bin, "fuzz", "--candidate", spec, "--cases", "1", "--out", str(tmp_path / "o")] if command == "fuzz" else \
+        [kvcmp_bin, "replay", "--impl", spec, str(tmp_path)]
+    run = subprocess.run(argv, capture_output=True, text=True, env=kvcmp.fuzzing.worker_environment())
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "\\x1b[2J\\x1b[31mscreen cleared by the candidate" in run.stderr, run.stderr
+    assert "\x1b" not in run.stdout + run.stderr
