@@ -124,7 +124,15 @@ static int resolve_options(const kvc_campaign_options *in, fuzz_options *o) {
         o->json_path = o->default_json_path;
     }
     if ((o->save_dir == o->default_save_dir || o->json_path == o->default_json_path) && make_directories(o->out_dir)) {
-        fprintf(stderr, "kvcmp fuzz: cannot create the output directory %s (--out): %s\n", o->out_dir, strerror(errno));
+        fprintf(stderr, "kvcmp fuzz: cannot create the output directory %s (--out): %s (give a folder you can write into)\n", o->out_dir,
+                strerror(errno));
+        return 2;
+    }
+    /* A folder that exists but cannot be written into fails now, not at
+     * the first failure to save (or at the summary, after the campaign). */
+    if ((o->save_dir == o->default_save_dir || o->json_path == o->default_json_path) && access(o->out_dir, W_OK | X_OK) != 0) {
+        fprintf(stderr, "kvcmp fuzz: cannot write into the output directory %s (--out): %s (give a folder you can write into)\n",
+                o->out_dir, strerror(errno));
         return 2;
     }
     return 0;

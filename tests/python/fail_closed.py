@@ -98,3 +98,11 @@ def leaves_a_setsid_helper(case):
 
 
 leaves_a_setsid_helper.stages = ["v41.rope_quant_insert"]
+
+
+def returns_a_float(case):
+    """A plain Python float for its output, not an array."""
+    return {"kv_cache": 0.5}
+
+
+returns_a_float.stages = ["v41.rope_quant_insert"]

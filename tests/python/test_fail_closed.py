@@ -129,3 +129,32 @@ def test_a_candidates_load_error_is_escaped(tmp_path, command, kvcmp_bin):
     assert run.returncode == 2, run.stdout + run.stderr
     assert "\\x1b[2J\\x1b[31mscreen cleared by the candidate" in run.stderr, run.stderr
     assert "\x1b" not in run.stdout + run.stderr
+
+
+def test_a_read_only_out_is_refused_as_permission_denied(kvcmp_bin):
+    import shutil
+    import tempfile
+    base = tempfile.mkdtemp()
+    try:
+        os.chmod(base, 0o777)
+        ro = os.path.join(base, "ro")
+        os.mkdir(ro, 0o555)
+        os.chmod(ro, 0o555)
+        # Root writes anywhere: the campaign runs as nobody then.
+        drop = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] if os.geteuid() == 0 else []
+        run = subprocess.run(drop + [kvcmp_bin, "fuzz", "--cases", "20", "--jobs", "1", "--out", ro], capture_output=True, text=True,
+                             cwd=base)
+        assert run.returncode == 2, run.stdout + run.stderr
+        assert "cannot write into the output directory %s (--out): Permission denied" % ro in run.stderr, run.stderr
+        assert os.listdir(ro) == []
+    finally:
+        os.chmod(os.path.join(base, "ro"), 0o755)
+        shutil.rmtree(base)
+
+
+def test_a_float_returned_fails_as_wrong_output_without_importing_torch(tmp_path):
+    # Importing torch takes seconds: inside the call it would make every case a timeout.
+    summary = kvcmp.fuzz(fail_closed.returns_a_float, stages="v41.rope_quant_insert", seed=1, cases=3, jobs=1, invalid_rate=0,
+                         timeout=1, out=str(tmp_path / "o"), quiet=True, max_failures_per_signature=10, shrink_seconds=0.5)
+    assert summary.exit_code == 1 and summary.failures == 3, summary.report() + summary.output
+    assert [(s.check, s.cause) for s in summary.signatures] == [("exception", "wrong output")], summary.report()
