@@ -158,3 +158,19 @@ def test_a_float_returned_fails_as_wrong_output_without_importing_torch(tmp_path
                          timeout=1, out=str(tmp_path / "o"), quiet=True, max_failures_per_signature=10, shrink_seconds=0.5)
     assert summary.exit_code == 1 and summary.failures == 3, summary.report() + summary.output
     assert [(s.check, s.cause) for s in summary.signatures] == [("exception", "wrong output")], summary.report()
+
+
+def test_merge_escapes_what_it_reads_from_summaries(tmp_path, kvcmp_bin):
+    import json
+    out = tmp_path / "m"
+    subprocess.run([kvcmp_bin, "fuzz", "--candidate", "deviation:window-starts-early", "--cases", "100", "--jobs", "1", "--max-failures",
+                    "1", "--max-failures-per-signature", "1", "--shrink-seconds", "0.2", "--out", str(out), "--quiet"],
+                   capture_output=True, text=True, timeout=300)
+    summary = json.loads((out / "fuzz-summary.json").read_text())
+    assert summary["signatures"], summary
+    summary["signatures"][0]["first_repro"] += " \x1b[2Jcleared"
+    summary["signatures"][0]["minimal_saved"] += "\x1b[31m"
+    (out / "edited.json").write_text(json.dumps(summary))
+    run = subprocess.run([kvcmp_bin, "merge", str(out / "edited.json")], capture_output=True, text=True)
+    assert "\\x1b[2Jcleared" in run.stdout and "\\x1b[31m" in run.stdout, run.stdout + run.stderr
+    assert "\x1b" not in run.stdout + run.stderr
