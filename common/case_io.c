@@ -368,7 +368,7 @@ static int write_partial(const char *parent, const char *name, const kvc_case *c
     if (make_dirs(parent, failed, sizeof failed)) {
         int err = errno;
         if (strcmp(failed, parent) == 0) snprintf(error, error_size, "cannot create %s: %s", parent, strerror(err));
-        else snprintf(error, error_size, "cannot create %s: its folder %s cannot be made: %s", parent, failed, strerror(err));
+        else snprintf(error, error_size, "cannot create %s: %s (its folder %s cannot be made)", parent, strerror(err), failed);
         return -1;
     }
     partial_name(parent, name, getpid(), partial, partial_size);
