@@ -230,17 +230,25 @@ int kvc_case_load(const char *dir, kvc_case *c, char *error, size_t error_size) 
 
 /* mkdir -p; a path component that exists as something else than a
  * directory is an error (ENOTDIR), not success. */
-static int make_dirs(const char *dir) {
+/* mkdir -p; on failure errno says why and *failed names the folder that
+ * could not be made (not a deeper one that only lacks its parent). */
+static int make_dirs(const char *dir, char *failed, size_t failed_size) {
     char path[4096];
     snprintf(path, sizeof path, "%s", dir);
-    for (char *p = path + 1; *p; p++)
-        if (*p == '/') { *p = 0; mkdir(path, 0777); *p = '/'; }
-    if (mkdir(path, 0777) == 0) return 0;
-    if (errno != EEXIST) return -1;
-    struct stat st;
-    if (stat(path, &st) != 0) return -1;
-    if (!S_ISDIR(st.st_mode)) { errno = ENOTDIR; return -1; }
-    return 0;
+    if (!path[0]) { errno = ENOENT; snprintf(failed, failed_size, "''"); return -1; }
+    for (char *p = path + 1;; p++) {
+        if (*p && *p != '/') continue;
+        char end = *p;
+        *p = 0;
+        struct stat st;
+        if (mkdir(path, 0777) != 0 && (errno != EEXIST || stat(path, &st) != 0 || !S_ISDIR(st.st_mode))) {
+            if (errno == EEXIST) errno = ENOTDIR;
+            snprintf(failed, failed_size, "%s", path);
+            return -1;
+        }
+        *p = end;
+        if (!end) return 0;
+    }
 }
 
 /* The stages that take eps (an RMSNorm), and those that write kv_cache
@@ -356,7 +364,13 @@ static void partial_name(const char *parent, const char *name, pid_t pid, char *
 static int write_partial(const char *parent, const char *name, const kvc_case *c, char *partial, size_t partial_size, char *error,
                          size_t error_size) {
     if (check_tensor_names(c, parent, name, error, error_size)) return -1;
-    if (make_dirs(parent)) { snprintf(error, error_size, "cannot create %s: %s", parent, strerror(errno)); return -1; }
+    char failed[4096];
+    if (make_dirs(parent, failed, sizeof failed)) {
+        int err = errno;
+        if (strcmp(failed, parent) == 0) snprintf(error, error_size, "cannot create %s: %s", parent, strerror(err));
+        else snprintf(error, error_size, "cannot create %s: %s (its folder %s cannot be made)", parent, strerror(err), failed);
+        return -1;
+    }
     partial_name(parent, name, getpid(), partial, partial_size);
     kvc_remove_tree(partial);   /* a leftover of an earlier process with this pid */
     if (mkdir(partial, 0777) != 0) { snprintf(error, error_size, "cannot create %s: %s", partial, strerror(errno)); return -1; }

@@ -25,8 +25,12 @@
 #define WORKER_REQUEST_FD 3
 #define WORKER_REPLY_FD 4
 #define WORKER_SHM_FD 5
-/* How long the first handshake may take (importing torch can be slow). */
-#define HELLO_TIMEOUT_SECONDS 120.0
+/* How long the handshake (the interpreter's start-up and the candidate's
+ * import) may take unless kvc_pyworker_set_startup_timeout says otherwise. */
+#define DEFAULT_STARTUP_SECONDS KVC_PYWORKER_DEFAULT_STARTUP_SECONDS
+/* Geometries remembered per worker (kvc_pyworker_set_phase_hook); past
+ * this many the set starts again (a call then gets the allowance again). */
+#define GEOMETRY_SLOTS 4096
 
 enum { STAGE_SAVE, STAGE_COMPRESS, STAGE_NORM, STAGE_QUANT_INSERT, STAGE_PLAIN_INSERT, STAGE_COUNT };
 static const char *const stage_names[STAGE_COUNT] = {"v4.save_partial_states", "v4.compress", "v41.save_compress_norm",
@@ -36,14 +40,21 @@ typedef struct {
     pid_t pid;               /* 0: no worker */
     pid_t owner;             /* the process that started it */
     int request_fd, shm_fd;
-    FILE *replies;
+    int reply_fd;
+    char *pending;           /* reply bytes read but not yet taken as a line */
+    size_t pending_length, pending_capacity;
+    uint64_t sequence;       /* of the last request: its reply must echo it */
     uint8_t *shm;
     size_t shm_size;
+    uint64_t geometries[GEOMETRY_SLOTS];   /* hashes of the call geometries this worker has run (0: free) */
+    int num_geometries;
 } worker_process;
 
 static struct {
     char spec[PATH_MAX + 256];
     char python[PATH_MAX];
+    double startup_seconds;  /* <= 0: DEFAULT_STARTUP_SECONDS */
+    void (*phase_hook)(int phase);
     int fresh_each_call;
     worker_process w;
     kvc_backend backend;
@@ -60,6 +71,16 @@ const char *kvc_pyworker_python(void) {
 
 void kvc_pyworker_fresh_each_call(int on) { bridge.fresh_each_call = on; }
 
+void kvc_pyworker_set_startup_timeout(double seconds) { bridge.startup_seconds = seconds; }
+
+static double startup_seconds(void) { return bridge.startup_seconds > 0 ? bridge.startup_seconds : DEFAULT_STARTUP_SECONDS; }
+
+void kvc_pyworker_set_phase_hook(void (*hook)(int phase)) { bridge.phase_hook = hook; }
+
+static void phase(int p) {
+    if (bridge.phase_hook) bridge.phase_hook(p);
+}
+
 int64_t kvc_pyworker_rss_bytes(void) {
     if (!bridge.w.pid || bridge.w.owner != getpid()) return 0;
     int64_t rss = kvc_process_rss_bytes(bridge.w.pid);
@@ -67,11 +88,20 @@ int64_t kvc_pyworker_rss_bytes(void) {
 }
 
 static void forget_worker(worker_process *w) {
-    if (w->replies) fclose(w->replies);
+    if (w->reply_fd >= 0) close(w->reply_fd);
     if (w->request_fd >= 0) close(w->request_fd);
     if (w->shm) munmap(w->shm, w->shm_size);
     if (w->shm_fd >= 0) close(w->shm_fd);
-    *w = (worker_process){.request_fd = -1, .shm_fd = -1};
+    free(w->pending);
+    w->pid = w->owner = 0;
+    w->request_fd = w->shm_fd = w->reply_fd = -1;
+    w->pending = NULL;
+    w->pending_length = w->pending_capacity = 0;
+    w->sequence = 0;
+    w->shm = NULL;
+    w->shm_size = 0;
+    w->num_geometries = 0;
+    memset(w->geometries, 0, sizeof w->geometries);
 }
 
 /* Ends this process's worker; returns how it ended (waitpid status). */
@@ -131,7 +161,8 @@ static int start_worker(worker_process *w, char *error, size_t size) {
     static int pointed;
     if (!pointed++) point_worker_at_package();
     signal(SIGPIPE, SIG_IGN);   /* a dead worker is seen at the reply, not as a signal */
-    *w = (worker_process){.request_fd = -1, .shm_fd = -1};
+    memset(w, 0, sizeof *w);
+    w->request_fd = w->shm_fd = w->reply_fd = -1;
     int requests[2], replies[2];
     if (pipe2(requests, O_CLOEXEC)) { snprintf(error, size, "pipe: %s", strerror(errno)); return -1; }
     if (pipe2(replies, O_CLOEXEC)) { snprintf(error, size, "pipe: %s", strerror(errno)); close(requests[0]); close(requests[1]); return -1; }
@@ -176,25 +207,62 @@ static int start_worker(worker_process *w, char *error, size_t size) {
     w->pid = pid;
     w->owner = parent;
     w->request_fd = requests[1];
-    w->replies = fdopen(replies[0], "r");
+    w->reply_fd = replies[0];
     w->shm_fd = shm;
     return 0;
 }
 
-/* One line from the worker, NULL when it closed its end (or timeout_s passed). */
-static char *read_line(worker_process *w, double timeout_s) {
-    if (timeout_s > 0) {
-        struct pollfd p = {.fd = fileno(w->replies), .events = POLLIN};
-        int ready;
-        /* A campaign's SIGHUP, SIGINT or SIGTERM ends the wait (the campaign stops). */
-        while ((ready = poll(&p, 1, (int)(timeout_s * 1000))) < 0 && errno == EINTR)
-            if (kvc_interrupted()) return NULL;
-        if (ready <= 0) return NULL;
+/* One line from the worker (without its newline), NULL when it closed
+ * its end, or when timeout_s (> 0) passed: then *timed_out is 1.  The
+ * bytes after the line stay pending (extra_reply_bytes). */
+static char *read_line(worker_process *w, double timeout_s, int *timed_out) {
+    double deadline = timeout_s > 0 ? kvc_now_seconds() + timeout_s : 0;
+    *timed_out = 0;
+    for (;;) {
+        char *newline = w->pending_length ? memchr(w->pending, '\n', w->pending_length) : NULL;
+        if (newline) {
+            size_t n = (size_t)(newline - w->pending);
+            char *line = malloc(n + 1);
+            if (!line) return NULL;
+            memcpy(line, w->pending, n);
+            line[n] = 0;
+            w->pending_length -= n + 1;
+            memmove(w->pending, newline + 1, w->pending_length);
+            return line;
+        }
+        if (deadline) {
+            struct pollfd p = {.fd = w->reply_fd, .events = POLLIN};
+            double left = deadline - kvc_now_seconds();
+            int ready = left > 0 ? poll(&p, 1, (int)(left * 1000) + 1) : 0;
+            /* A campaign's SIGHUP, SIGINT or SIGTERM ends the wait (the campaign stops). */
+            if (ready < 0 && errno == EINTR) { if (kvc_interrupted()) return NULL; continue; }
+            if (ready == 0) { *timed_out = 1; return NULL; }
+            if (ready < 0) return NULL;
+        }
+        if (w->pending_capacity - w->pending_length < 4096) {
+            size_t grown = w->pending_capacity * 2 + 8192;
+            char *more = realloc(w->pending, grown);
+            if (!more) return NULL;
+            w->pending = more;
+            w->pending_capacity = grown;
+        }
+        ssize_t got = read(w->reply_fd, w->pending + w->pending_length, w->pending_capacity - w->pending_length);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) return NULL;
+        w->pending_length += (size_t)got;
     }
-    char *line = NULL;
-    size_t cap = 0;
-    if (getline(&line, &cap, w->replies) < 0) { free(line); return NULL; }
-    return line;
+}
+
+/* Bytes in the reply stream after a call's reply line: the candidate
+ * wrote into it (nothing else does). */
+static size_t extra_reply_bytes(worker_process *w) {
+    struct pollfd p = {.fd = w->reply_fd, .events = POLLIN};
+    if (!w->pending_length && poll(&p, 1, 0) > 0 && (p.revents & POLLIN)) {
+        char byte[256];
+        ssize_t got = read(w->reply_fd, byte, sizeof byte);
+        return got > 0 ? (size_t)got : 0;
+    }
+    return w->pending_length;
 }
 
 /* "signal 6 (Aborted)", "exit status 0" for a worker that died. */
@@ -204,11 +272,21 @@ static void describe_end(int status, char *out, size_t size) {
     else snprintf(out, size, "exit status %d: the Python worker exited with status %d", WEXITSTATUS(status), WEXITSTATUS(status));
 }
 
-/* The handshake: the stages the candidate offers (a bit per stage). */
+/* The handshake: the stages the candidate offers (a bit per stage).
+ * Bounded by the start-up limit (--startup-timeout). */
 static int hello(worker_process *w, unsigned *offered, char *error, size_t size) {
-    char *line = read_line(w, HELLO_TIMEOUT_SECONDS);
+    int timed_out;
+    char *line = read_line(w, startup_seconds(), &timed_out);
     cJSON *reply = line ? cJSON_Parse(line) : NULL;
     free(line);
+    if (timed_out) {
+        end_worker(w, 1);
+        snprintf(error, size, "startup-timeout: the Python worker (%s) did not finish importing the candidate %s within %g s "
+                 "(--startup-timeout): raise --startup-timeout, or time `import` of the candidate's module by hand",
+                 kvc_pyworker_python(), bridge.spec, startup_seconds());
+        cJSON_Delete(reply);
+        return -1;
+    }
     const cJSON *fatal = cJSON_GetObjectItemCaseSensitive(reply, "fatal");
     const cJSON *stages = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(reply, "hello"), "stages");
     int rc = 0;
@@ -219,9 +297,10 @@ static int hello(worker_process *w, unsigned *offered, char *error, size_t size)
         int status = end_worker(w, 1);
         char how[200];
         describe_end(status, how, sizeof how);
-        snprintf(error, size, "the Python worker (%s, kvcmp._worker) ended before it said hello (%s; its error is above): "
-                 "the interpreter needs numpy and the kvcmp package; name one that has them with --python or KVCMP_PYTHON",
-                 kvc_pyworker_python(), how);
+        snprintf(error, size, "the Python worker (%s) ended while it started and imported the candidate %s, before it said hello "
+                 "(%s; its error is above): import the candidate's module with that interpreter by hand to see why, or name "
+                 "another interpreter with --python or KVCMP_PYTHON",
+                 kvc_pyworker_python(), bridge.spec, how);
         rc = -1;
     } else {
         *offered = 0;
@@ -244,6 +323,7 @@ typedef struct {
     void *data;              /* NULL: the tensor is absent */
     size_t bytes;            /* span in memory, padding included */
     int output;
+    int by_value;            /* a scalar argument (fp8_scale): a C candidate gets a copy, so no write of it comes back */
     size_t offset;           /* in the shared memory */
 } wire_tensor;
 
@@ -298,9 +378,10 @@ static int ensure_shm(worker_process *w, size_t size, char *error, size_t error_
     return 0;
 }
 
-static cJSON *request_json(const char *stage, wire_call *c, size_t shm_size) {
+static cJSON *request_json(const char *stage, wire_call *c, size_t shm_size, uint64_t sequence) {
     cJSON *r = cJSON_CreateObject();
     cJSON_AddStringToObject(r, "call", stage);
+    cJSON_AddNumberToObject(r, "seq", (double)sequence);
     cJSON_AddItemToObject(r, "params", c->params);
     c->params = NULL;
     cJSON_AddNumberToObject(r, "threads", omp_get_max_threads());
@@ -352,6 +433,59 @@ static int must_restart(cJSON *reply) {
     return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "restart")) || (status && strcmp(status, "device-lost") == 0);
 }
 
+/* FNV-1a over bytes, for the geometry of a call. */
+static uint64_t mix(uint64_t h, const void *data, size_t n) {
+    const uint8_t *p = data;
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* What a JIT compiler specialises on: the stage, every tensor's name,
+ * dtype, shape and strides, and the integer parameters (not eps). */
+static uint64_t geometry_of(int stage, const wire_call *c) {
+    uint64_t h = mix(0xcbf29ce484222325ull, &stage, sizeof stage);
+    for (int i = 0; i < c->n; i++) {
+        const wire_tensor *t = &c->t[i];
+        h = mix(h, t->name, strlen(t->name) + 1);
+        h = mix(h, t->dtype, strlen(t->dtype) + 1);
+        h = mix(h, &t->ndim, sizeof t->ndim);
+        h = mix(h, t->shape, sizeof t->shape);
+        h = mix(h, t->strides, sizeof t->strides);
+        int present = t->data != NULL;
+        h = mix(h, &present, sizeof present);
+    }
+    const cJSON *p;
+    cJSON_ArrayForEach(p, c->params) {
+        if (p->string && strcmp(p->string, "eps") == 0) continue;
+        h = mix(h, p->string, strlen(p->string) + 1);
+        if (cJSON_IsString(p)) h = mix(h, p->valuestring, strlen(p->valuestring) + 1);
+        else h = mix(h, &p->valuedouble, sizeof p->valuedouble);
+    }
+    return h ? h : 1;
+}
+
+/* 1 the first time this worker sees the geometry (it is remembered). */
+static int first_of_geometry(worker_process *w, uint64_t g) {
+    if (w->num_geometries >= GEOMETRY_SLOTS / 2) {
+        memset(w->geometries, 0, sizeof w->geometries);
+        w->num_geometries = 0;
+    }
+    for (size_t k = g % GEOMETRY_SLOTS;; k = (k + 1) % GEOMETRY_SLOTS) {
+        if (w->geometries[k] == g) return 0;
+        if (!w->geometries[k]) { w->geometries[k] = g; w->num_geometries++; return 1; }
+    }
+}
+
+/* A reply stream out of step: the call fails as "protocol" and the
+ * worker is replaced, so that no later call reads this one's reply. */
+static int protocol_failure(worker_process *w, int stage, kvc_error *err, const char *what) {
+    end_worker(w, 1);
+    return kvc_fail(err, KVC_ERR_CANDIDATE,
+                    "%s: protocol: %.300s; the candidate wrote into the worker's reply stream (descriptor %d): print to "
+                    "stdout or stderr instead (the worker was replaced)",
+                    stage_names[stage], what, WORKER_REPLY_FD);
+}
+
 /* Sends the call to the worker (started if needed), copies the outputs
  * back (every byte, padding included) and turns the reply into a status. */
 static int call_worker(int stage, wire_call *c, const void *args, validator_fn validate, kvc_error *err) {
@@ -363,12 +497,17 @@ static int call_worker(int stage, wire_call *c, const void *args, validator_fn v
     }
     if (!w->pid) {
         unsigned offered;
-        if (start_worker(w, error, sizeof error) || hello(w, &offered, error, sizeof error)) {
+        phase(KVC_PYWORKER_STARTUP);
+        int failed = start_worker(w, error, sizeof error) || hello(w, &offered, error, sizeof error);
+        phase(KVC_PYWORKER_CALL);
+        if (failed) {
             end_worker(w, 1);
             cJSON_Delete(c->params);
-            return kvc_fail(err, KVC_ERR_CRASHED, "%s: no worker: %.350s", stage_names[stage], error);
+            int timed_out = strncmp(error, "startup-timeout:", 16) == 0;
+            return kvc_fail(err, KVC_ERR_CRASHED, "%s: %s%.400s", stage_names[stage], timed_out ? "" : "no worker: ", error);
         }
     }
+    int first = first_of_geometry(w, geometry_of(stage, c));
     size_t size = 0;
     for (int i = 0; i < c->n; i++) {
         c->t[i].offset = size;
@@ -377,26 +516,47 @@ static int call_worker(int stage, wire_call *c, const void *args, validator_fn v
     if (ensure_shm(w, size, error, sizeof error)) { cJSON_Delete(c->params); return kvc_fail(err, KVC_ERR_NOMEM, "%s", error); }
     for (int i = 0; i < c->n; i++)
         if (c->t[i].data && c->t[i].bytes) memcpy(w->shm + c->t[i].offset, c->t[i].data, c->t[i].bytes);
-    cJSON *request = request_json(stage_names[stage], c, w->shm_size);
+    uint64_t sequence = ++w->sequence;
+    cJSON *request = request_json(stage_names[stage], c, w->shm_size, sequence);
     char *text = cJSON_PrintUnformatted(request);
     cJSON_Delete(request);
     size_t length = strlen(text);
     text[length] = '\n';
+    if (first) phase(KVC_PYWORKER_FIRST_CALL);
     ssize_t sent = write(w->request_fd, text, length + 1);
     free(text);
-    char *line = sent == (ssize_t)(length + 1) ? read_line(w, 0) : NULL;
+    int timed_out;
+    char *line = sent == (ssize_t)(length + 1) ? read_line(w, 0, &timed_out) : NULL;
+    if (first) phase(KVC_PYWORKER_CALL);
     if (!line) {
         char how[200];
         describe_end(end_worker(w, 0), how, sizeof how);
         return kvc_fail(err, KVC_ERR_CRASHED, "%s: %s", stage_names[stage], how);
     }
     cJSON *reply = cJSON_Parse(line);
+    const cJSON *echoed = cJSON_GetObjectItemCaseSensitive(reply, "seq");
+    char what[200] = "";
+    if (!reply)
+        snprintf(what, sizeof what, "the reply to call %llu is not JSON (it starts '%.40s')", (unsigned long long)sequence, line);
+    else if (!cJSON_IsNumber(echoed) || echoed->valuedouble != (double)sequence)
+        snprintf(what, sizeof what, "the reply to call %llu answers %s", (unsigned long long)sequence,
+                 cJSON_IsNumber(echoed) ? "another call" : "no call (a line without \"seq\")");
+    else if (extra_reply_bytes(w))
+        snprintf(what, sizeof what, "bytes followed the reply to call %llu", (unsigned long long)sequence);
     free(line);
+    if (what[0]) {
+        cJSON_Delete(reply);
+        return protocol_failure(w, stage, err, what);
+    }
+    /* Outputs come back; so do inputs the candidate wrote into (a py:
+     * candidate's inputs are copies in the shared memory): the campaign's
+     * const-input check (harness/fuzz/run.c) then fails the case as
+     * input-write and puts the case's bytes back, as for a C candidate. */
     for (int i = 0; i < c->n; i++)
-        if (c->t[i].output && c->t[i].data && c->t[i].bytes) memcpy(c->t[i].data, w->shm + c->t[i].offset, c->t[i].bytes);
-    int rc = reply ? reply_status(stage, reply, args, validate, err)
-                   : kvc_fail(err, KVC_ERR_CANDIDATE, "protocol: the Python worker sent a line that is not JSON");
-    if (!reply || must_restart(reply)) end_worker(w, 1);
+        if (c->t[i].data && c->t[i].bytes && !c->t[i].by_value && (c->t[i].output || memcmp(c->t[i].data, w->shm + c->t[i].offset, c->t[i].bytes) != 0))
+            memcpy(c->t[i].data, w->shm + c->t[i].offset, c->t[i].bytes);
+    int rc = reply_status(stage, reply, args, validate, err);
+    if (must_restart(reply)) end_worker(w, 1);
     cJSON_Delete(reply);
     return rc;
 }
@@ -494,7 +654,7 @@ static int py_v41_insert(const kvc_v41_insert_args *a, kvc_error *err, int stage
     add(&c, "cos_sin", "<f4", 4, a->cos_sin, 0, 2, a->cos_sin_rows, 64);
     if (a->cache_dtype == KVC_CACHE_BF16) add_paged(&c, "kv_cache", "<u2", 2, &a->kv_cache, 1);
     else add_paged(&c, "kv_cache", "|u1", 1, &a->kv_cache, 1);
-    if (a->cache_dtype == KVC_CACHE_FP8_E4M3) add(&c, "fp8_scale", "<f4", 4, &a->fp8_scale, 0, 1, 1, 0);
+    if (a->cache_dtype == KVC_CACHE_FP8_E4M3) add(&c, "fp8_scale", "<f4", 4, &a->fp8_scale, 0, 1, 1, 0)->by_value = 1;
     return call_worker(stage, &c, a, stage == STAGE_QUANT_INSERT ? validate_quant_insert : validate_plain_insert, err);
 }
 

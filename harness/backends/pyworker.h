@@ -40,6 +40,20 @@ int64_t kvc_pyworker_rss_bytes(void);
  * first case's --timeout. */
 void kvc_pyworker_warm_up(void);
 
+/* How long a worker's start-up (the interpreter and the candidate's
+ * import, up to its hello) may take: --startup-timeout; <= 0 the default.
+ * A call that starts a worker past it fails as "startup-timeout". */
+#define KVC_PYWORKER_DEFAULT_STARTUP_SECONDS 60.0
+void kvc_pyworker_set_startup_timeout(double seconds);
+
+/* What the worker process's calls are doing, for a supervisor that times
+ * them: KVC_PYWORKER_STARTUP while a worker starts inside a call,
+ * KVC_PYWORKER_FIRST_CALL while a call of a geometry (stage, tensor
+ * shapes and strides, integer parameters) new to this worker runs (a JIT
+ * compiles), KVC_PYWORKER_CALL when either ends.  hook NULL: none. */
+enum { KVC_PYWORKER_CALL, KVC_PYWORKER_STARTUP, KVC_PYWORKER_FIRST_CALL };
+void kvc_pyworker_set_phase_hook(void (*hook)(int phase));
+
 /* Stops this process's worker (it is started again at the next call). */
 void kvc_pyworker_stop(void);
 

@@ -494,13 +494,20 @@ static int dispatch(binding *b, const kvc_backend *backend) {
         place_aliased(b);
         return backend->v4_compress(&compress, err);
     case KVC_STAGE_V4_FORWARD:
-        /* Both stages are validated before the first one writes. */
+        /* A forward is the backend's two calls in a chain; each gets its
+         * arguments as they are, none checked here for it.  Only the
+         * overlaps between the two stages' tensors (SPEC.md 8.1: a forward
+         * is one call), which neither call can see, are the harness's. */
         state = make_paged(b, "state_cache", KVC_DT_F4, state_row, &rc);
         kv = make_paged(b, "kv_cache", kv_dtype, kv_row, &rc);
         if (rc || (rc = bind_v4_save(b, backend, state, &save)) || (rc = bind_v4_compress(b, backend, state, kv, 1, &compress)))
             return rc;
         place_aliased(b);
-        if ((rc = kvc_validate_v4_forward_overlaps(&save, &compress, err)) || (rc = kvc_validate_v4_compress(&compress, err))) return rc;
+        if ((rc = kvc_validate_v4_forward_overlaps(&save, &compress, err))) return rc;
+        /* Arguments compress must reject go to the backend's compress
+         * before save writes anything (SPEC.md 4.3): its own rejection, or
+         * acceptance, is the forward's. */
+        if (kvc_validate_v4_compress(&compress, &(kvc_error){0})) return backend->v4_compress(&compress, err);
         rc = backend->v4_save_partial_states(&save, err);
         return rc ? rc : backend->v4_compress(&compress, err);
     case KVC_STAGE_V41_SAVE_COMPRESS_NORM:
@@ -522,9 +529,10 @@ static int dispatch(binding *b, const kvc_backend *backend) {
             (rc = bind_v41_insert(b, backend, kv, b->latent.data, insert_slots, &insert, &insert_fn)))
             return rc;
         place_aliased(b);
-        if ((rc = kvc_validate_v41_forward_overlaps(&norm, &insert, err)) ||
-            (rc = kvc_validate_v41_insert(&insert, c->cache_dtype == KVC_CACHE_FP8_DS_MLA, err)))
-            return rc;
+        if ((rc = kvc_validate_v41_forward_overlaps(&norm, &insert, err))) return rc;
+        /* As for v4.forward: arguments the insert must reject reach the
+         * backend's insert, on the latent as it was, and nothing else runs. */
+        if (kvc_validate_v41_insert(&insert, c->cache_dtype == KVC_CACHE_FP8_DS_MLA, &(kvc_error){0})) return insert_fn(&insert, err);
         rc = backend->v41_save_compress_norm(&norm, err);
         return rc ? rc : insert_fn(&insert, err);
     default:

@@ -88,12 +88,14 @@ typedef struct {
 /* What a worker tells the parent.  MSG_DONE: no more cases (the exit
  * that follows is the end of the job, not a death); MSG_RETIRE: the
  * worker outgrew --rss-limit-mb and ends so that a fresh one replaces it. */
-enum { MSG_START = KVC_MSG_START, MSG_RESULT = KVC_MSG_RESULT, MSG_SAVED = KVC_MSG_SAVED, MSG_DONE = KVC_MSG_DONE, MSG_RETIRE = KVC_MSG_RETIRE };
+enum { MSG_START = KVC_MSG_START, MSG_RESULT = KVC_MSG_RESULT, MSG_SAVED = KVC_MSG_SAVED, MSG_DONE = KVC_MSG_DONE, MSG_RETIRE = KVC_MSG_RETIRE,
+       MSG_PHASE = KVC_MSG_PHASE };
 typedef struct {
     int type;
     int64_t index;
     int variant, family, invalid, outcome;
     int will_save;            /* MSG_RESULT: the worker asks to shrink and save it (the parent answers) */
+    int phase;                /* MSG_PHASE: KVC_PYWORKER_* */
     int save_failed;          /* MSG_SAVED: saved holds the error */
     double at_seconds;        /* since the campaign started */
     double case_seconds;      /* MSG_RESULT: the worker's time on the case (generation and check) */
@@ -177,6 +179,8 @@ typedef struct {
     int finished, retired;    /* sent MSG_DONE / MSG_RETIRE */
     int broken;               /* killed for breaking the protocol: nothing more to account */
     int lost_in_a_row;        /* replacements that died before a case */
+    int window;               /* the Python worker's phase (KVC_PYWORKER_*): start-up or a first call of a geometry */
+    double window_since;      /* when it began */
 } job_slot;
 
 /* fds[j]: job j's result pipe; fds[MAX_JOBS + j]: its exit (a pidfd), so
@@ -200,7 +204,7 @@ void worker_main(worker *w, int job, int64_t first_k);
 /* summary.c */
 void show_progress(campaign *c, int final);
 void clear_progress(campaign *c);
-void repro_fuzz(const campaign *c, int64_t index, char *out, size_t size);
+void repro_fuzz(const campaign *c, int64_t index, const char *kind, char *out, size_t size);
 void repro_replay(const campaign *c, int64_t page_padding, const char *saved, char *out, size_t size);
 void judge_evidence(campaign *c, int stopped_early);
 void print_summary(campaign *c, double elapsed);

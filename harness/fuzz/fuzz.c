@@ -19,7 +19,8 @@ static const kvc_backend *pick_candidate(fuzz_options *o, const char **label, in
     *self_check = 0;
     if (o->candidate_name) {
         const kvc_backend *b = kvc_backend_by_name(o->candidate_name, error, sizeof error);
-        if (!b && !kvc_interrupted()) fprintf(stderr, "kvcmp fuzz: %s (--candidate)\n", error);
+        char shown[4 * sizeof error];   /* a Python candidate's exception text among it */
+        if (!b && !kvc_interrupted()) fprintf(stderr, "kvcmp fuzz: %s (--candidate)\n", kvc_escape_text(error, shown, sizeof shown));
         /* An optimized path is named by the ISA that runs: "opt (avx2)". */
         *label = kvc_optimized_backend_is(b) ? b->name : o->candidate_name;
         return b;
@@ -48,7 +49,8 @@ void kvc_campaign_options_init(kvc_campaign_options *o) {
                                 .max_failures = 10, .max_per_signature = DEFAULT_MAX_PER_SIGNATURE,
                                 .invalid_per_mille = DEFAULT_INVALID_PER_MILLE, .metamorphic_per_mille = DEFAULT_METAMORPHIC_PER_MILLE,
                                 .geometry_pool = -1, .shrink_seconds = 5, .timeout_seconds = KVC_DEFAULT_TIMEOUT_SECONDS,
-                                .rss_limit_mb = KVC_DEFAULT_RSS_LIMIT_MB};
+                                .rss_limit_mb = KVC_DEFAULT_RSS_LIMIT_MB, .startup_timeout_seconds = KVC_DEFAULT_STARTUP_TIMEOUT_SECONDS,
+                                .compile_timeout_seconds = KVC_DEFAULT_COMPILE_TIMEOUT_SECONDS};
     if (o->jobs > MAX_JOBS) o->jobs = MAX_JOBS;
 }
 
@@ -69,7 +71,10 @@ static int resolve_options(const kvc_campaign_options *in, fuzz_options *o) {
                         .threads = in->threads > 0 ? in->threads : 1, .threads_given = in->threads > 0,
                         .max_failures = in->max_failures, .max_per_signature = in->max_per_signature,
                         .invalid_per_mille = in->invalid_per_mille, .metamorphic_per_mille = in->metamorphic_per_mille,
-                        .shrink_seconds = in->shrink_seconds, .limits = {.timeout_seconds = in->timeout_seconds, .rss_limit_mb = in->rss_limit_mb},
+                        .shrink_seconds = in->shrink_seconds, .limits = {.timeout_seconds = in->timeout_seconds, .rss_limit_mb = in->rss_limit_mb,
+                                   .startup_seconds = in->startup_timeout_seconds > 0 ? in->startup_timeout_seconds
+                                                                                       : KVC_DEFAULT_STARTUP_TIMEOUT_SECONDS,
+                                   .compile_seconds = in->compile_timeout_seconds > 0 ? in->compile_timeout_seconds : 0},
                         .save_dir = in->save_dir, .candidate_name = in->candidate, .json_path = in->json_path, .junit_path = in->junit_path,
                         .stage_list = in->stages, .family_list = in->families, .policy = in->policy, .quiet = in->quiet,
                         .out_dir = in->out_dir ? in->out_dir : "kvcmp-out"};
@@ -92,6 +97,7 @@ static int resolve_options(const kvc_campaign_options *in, fuzz_options *o) {
         if (!o->family_mask) { fprintf(stderr, "kvcmp fuzz: --family item '%s' matches no value family (kvcmp fuzz --list names them)\n", bad); return 2; }
     }
     if (in->python) kvc_pyworker_set_python(in->python);
+    kvc_pyworker_set_startup_timeout(o->limits.startup_seconds);
     int python_candidate = in->candidate && strncmp(in->candidate, "py:", 3) == 0;
     o->geometry_pool = in->geometry_pool >= 0 ? in->geometry_pool : python_candidate ? 4 : 0;
     if (python_candidate) {
@@ -128,7 +134,15 @@ static int resolve_options(const kvc_campaign_options *in, fuzz_options *o) {
         o->json_path = o->default_json_path;
     }
     if ((o->save_dir == o->default_save_dir || o->json_path == o->default_json_path) && make_directories(o->out_dir)) {
-        fprintf(stderr, "kvcmp fuzz: cannot create the output directory %s (--out): %s\n", o->out_dir, strerror(errno));
+        fprintf(stderr, "kvcmp fuzz: cannot create the output directory %s (--out): %s (give a folder you can write into)\n", o->out_dir,
+                strerror(errno));
+        return 2;
+    }
+    /* A folder that exists but cannot be written into fails now, not at
+     * the first failure to save (or at the summary, after the campaign). */
+    if ((o->save_dir == o->default_save_dir || o->json_path == o->default_json_path) && access(o->out_dir, W_OK | X_OK) != 0) {
+        fprintf(stderr, "kvcmp fuzz: cannot write into the output directory %s (--out): %s (give a folder you can write into)\n",
+                o->out_dir, strerror(errno));
         return 2;
     }
     return 0;

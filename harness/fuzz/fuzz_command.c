@@ -24,7 +24,8 @@ static void usage(FILE *out) {
             "                  [--candidate opt|ref|LIB.so|py:FILE.py:FUNCTION|py:MODULE:FUNCTION] [--python PATH]\n"
             "                  [--family LIST] [--only I] [--max-failures N] [--max-failures-per-signature N]\n"
             "                  [--invalid-rate PER_MILLE] [--metamorphic-rate PER_MILLE] [--geometry-pool N]\n"
-            "                  [--shrink-seconds T] [--timeout SECONDS] [--rss-limit-mb MB] [--json FILE]\n"
+            "                  [--shrink-seconds T] [--timeout SECONDS] [--startup-timeout SECONDS]\n"
+            "                  [--compile-timeout SECONDS] [--rss-limit-mb MB] [--json FILE]\n"
             "                  [--junit FILE] [--regressions DIR] [--regressions-skip LIST] [--quiet] [--list]\n"
             "  Runs generated cases through the reference and the candidate and compares every byte.\n"
             "  Defaults: --seed 1 --seconds 60 --candidate opt (else the reference against itself),\n"
@@ -62,6 +63,11 @@ static void usage(FILE *out) {
             "  --timeout S (default %g): a case that takes longer kills its worker and fails as timeout;\n"
             "  --rss-limit-mb M (default %d): a worker (with its Python interpreter) past it after a case\n"
             "  fails that case as memory.  Either way the case is saved and a new worker carries on.\n"
+            "  A py: candidate's worker: its start-up (the interpreter and the candidate's import) may\n"
+            "  take --startup-timeout S (default %g; past it the case fails as startup-timeout), and\n"
+            "  its first call of each geometry (shapes, strides, integer parameters: what a JIT compiles\n"
+            "  for) --compile-timeout S (default %g, 0 none) on top of --timeout (past both the case\n"
+            "  fails as compile-timeout, not timeout).\n"
             "  SIGHUP/SIGINT/SIGTERM stop the workers, keep the failures found and write the summary marked\n"
             "  interrupted (exit 129/130/143; a second signal stops at once).\n"
             "  The candidate's start-up counts against --seconds.  The summary says why the campaign\n"
@@ -69,7 +75,8 @@ static void usage(FILE *out) {
             "  Exit status: 0 no failure, 1 failures, 2 bad options or a candidate that offers no stage,\n"
             "  3 a case or the summary could not be written, 4 no verdict (no case compared, fewer than\n"
             "  asked, or a --stage item whose cases were all skipped).\n",
-            MAX_JOBS, KVC_DEFAULT_TIMEOUT_SECONDS, KVC_DEFAULT_RSS_LIMIT_MB);
+            MAX_JOBS, KVC_DEFAULT_TIMEOUT_SECONDS, KVC_DEFAULT_RSS_LIMIT_MB, KVC_DEFAULT_STARTUP_TIMEOUT_SECONDS,
+            KVC_DEFAULT_COMPILE_TIMEOUT_SECONDS);
 }
 
 /* KVC_OPTIONS_HELP after --help or --list, 2 after a bad option. */
@@ -90,6 +97,8 @@ static int parse_options(int argc, char **argv, kvc_campaign_options *o, const c
         {"geometry-pool", KVC_OPT_INT, .target = &o->geometry_pool, .min = 0, .max = 64},
         {"shrink-seconds", KVC_OPT_DOUBLE, .target = &o->shrink_seconds, .low = 0, .high = 1e7},
         {"timeout", KVC_OPT_DOUBLE, .target = &o->timeout_seconds, .low = 0.001, .high = 1e7},
+        {"startup-timeout", KVC_OPT_DOUBLE, .target = &o->startup_timeout_seconds, .low = 0.001, .high = 1e7},
+        {"compile-timeout", KVC_OPT_DOUBLE, .target = &o->compile_timeout_seconds, .low = 0, .high = 1e7},
         {"rss-limit-mb", KVC_OPT_INT64, .target = &o->rss_limit_mb, .min = 1, .max = INT64_C(1) << 30},
         {"out", KVC_OPT_STRING, .target = &o->out_dir},
         {"regressions", KVC_OPT_STRING, .target = regressions},
@@ -142,7 +151,9 @@ int kvc_campaign_main(const char *command, int argc, char **argv) {
     int rc = parse_options(argc, argv, &o, &regressions, &regressions_skip);
     if (rc) return rc == KVC_OPTIONS_HELP ? 0 : rc;
     kvc_campaign_summary summary;
+    kvc_become_subreaper();
     rc = kvc_campaign_run(&o, &summary);
+    kvc_reap_descendants(NULL, 0);
     kvc_campaign_summary_free(&summary);
     if (regressions && (rc == 0 || rc == 1)) {
         /* A user's kept cases, replayed through the same candidate. */
@@ -161,6 +172,7 @@ int kvc_campaign_main(const char *command, int argc, char **argv) {
         int replayed = kvc_cmd_replay(n, replay_argv);
         if (replayed > rc) rc = replayed;
     }
+    kvc_reap_descendants(NULL, 0);
     return rc;
 }
 

@@ -481,11 +481,13 @@ void kvc_signature_list_saved(kvc_signature_entry *e, int64_t index, int64_t tok
 
 void kvc_signature_entry_text(int number, const kvc_signature_entry *e, char *out, size_t size) {
     int merged = strcmp(e->stages, e->signature.stage) != 0;
-    char key[4 * sizeof e->signature.key];   /* a candidate's words (an exception's class) escaped */
+    /* A candidate's words (an exception's class), and what kvcmp merge
+     * read from summaries (paths, commands): escaped for the terminal. */
+    char key[4 * sizeof e->signature.key], stages[4 * sizeof e->stages], regions[4 * sizeof e->signature.regions];
     int n = snprintf(out, size, "  [%d] %s  (%lld failure%s; %s%s%sregions: %s)\n", number,
                      kvc_escape_text(e->signature.key, key, sizeof key), (long long)e->count,
-                     e->count == 1 ? "" : "s", merged ? "stages: " : "", merged ? e->stages : "", merged ? "; " : "",
-                     e->signature.regions[0] ? e->signature.regions : "-");
+                     e->count == 1 ? "" : "s", merged ? "stages: " : "", merged ? kvc_escape_text(e->stages, stages, sizeof stages) : "",
+                     merged ? "; " : "", e->signature.regions[0] ? kvc_escape_text(e->signature.regions, regions, sizeof regions) : "-");
     if (n < 0 || (size_t)n >= size) return;
     if (e->signature.diagnosed) {
         char explanation[600], proof[160] = "";
@@ -516,11 +518,14 @@ void kvc_signature_entry_text(int number, const kvc_signature_entry *e, char *ou
         if (where[0]) n += snprintf(out + n, size - (size_t)n, "      where: %s\n", where);
         if ((size_t)n >= size) return;
     }
-    n += snprintf(out + n, size - (size_t)n, "      first: case %lld  __REPRO: %s\n", (long long)e->first_case, e->first_repro);
+    char first[4 * sizeof e->first_repro], saved[4 * sizeof e->minimal_saved], repro[4 * sizeof e->minimal_repro];
+    n += snprintf(out + n, size - (size_t)n, "      first: case %lld  __REPRO: %s\n", (long long)e->first_case,
+                  kvc_escape_text(e->first_repro, first, sizeof first));
     if ((size_t)n >= size) return;
     if (e->minimal_case >= 0)
         snprintf(out + n, size - (size_t)n, "      minimal: case %lld, %lld token%s, %s\n      __REPRO: %s\n", (long long)e->minimal_case,
-                 (long long)e->minimal_tokens, e->minimal_tokens == 1 ? "" : "s", e->minimal_saved, e->minimal_repro);
+                 (long long)e->minimal_tokens, e->minimal_tokens == 1 ? "" : "s", kvc_escape_text(e->minimal_saved, saved, sizeof saved),
+                 kvc_escape_text(e->minimal_repro, repro, sizeof repro));
     else snprintf(out + n, size - (size_t)n, "      minimal: none saved\n");
 }
 

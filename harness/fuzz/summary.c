@@ -67,10 +67,6 @@ static void finish_command(command_line *l, const char *what) {
                               what, l->size);
 }
 
-/* The command that regenerates and re-checks exactly one case (index
- * >= 0; its summary goes to a file of its own, --json
- * OUT/fuzz-only-N.json by default, never over the campaign's), or the
- * whole campaign (index < 0). */
 /* libgomp reads OMP_WAIT_POLICY once per process and kvcmp fuzz runs
  * under passive unless told otherwise: a campaign under the active
  * policy reproduces under it. */
@@ -78,7 +74,13 @@ static void add_wait_policy(command_line *l) {
     if (strcmp(kvc_wait_policy_at_load(), "active") == 0) add_text(l, "OMP_WAIT_POLICY=active ");
 }
 
-void repro_fuzz(const campaign *c, int64_t index, char *out, size_t size) {
+/* The command that regenerates and re-checks exactly one case (index
+ * >= 0; its summary goes to a file of its own, --json
+ * OUT/fuzz-only-N.json by default, never over the campaign's), or the
+ * whole campaign (index < 0).
+ * kind: the case's failure; a compile-timeout or startup-timeout names
+ * its limit on the line whatever its value, so that the line says why. */
+void repro_fuzz(const campaign *c, int64_t index, const char *kind, char *out, size_t size) {
     const fuzz_options *o = c->o;
     command_line l = {.out = out, .size = size};
     out[0] = 0;
@@ -101,6 +103,11 @@ void repro_fuzz(const campaign *c, int64_t index, char *out, size_t size) {
     if (o->family_list) add_option(&l, "--family", "%s", o->family_list);
     if (o->limits.timeout_seconds != KVC_DEFAULT_TIMEOUT_SECONDS) add_option(&l, "--timeout", "%g", o->limits.timeout_seconds);
     if (o->limits.rss_limit_mb != KVC_DEFAULT_RSS_LIMIT_MB) add_option(&l, "--rss-limit-mb", "%lld", (long long)o->limits.rss_limit_mb);
+    int startup = kind && strcmp(kind, "startup-timeout") == 0, compile = kind && strcmp(kind, "compile-timeout") == 0;
+    if (startup || o->limits.startup_seconds != KVC_DEFAULT_STARTUP_TIMEOUT_SECONDS)
+        add_option(&l, "--startup-timeout", "%g", o->limits.startup_seconds);
+    if (compile || o->limits.compile_seconds != KVC_DEFAULT_COMPILE_TIMEOUT_SECONDS)
+        add_option(&l, "--compile-timeout", "%g", o->limits.compile_seconds);
     finish_command(&l, "fuzz");
 }
 
@@ -223,11 +230,16 @@ void print_summary(campaign *c, double elapsed) {
     if (c->failures) printf(" (first after %.2f s)", c->first_failure_at);
     if (c->skipped) printf(", %lld cases skipped (stages the candidate lacks)", (long long)c->skipped);
     printf("\n");
+    if (c->o->candidate_name && strncmp(c->o->candidate_name, "py:", 3) == 0)
+        printf("fuzz: limits of the Python worker: --startup-timeout %g s (its start-up, the candidate's import), --compile-timeout "
+               "%g s (its first call of each geometry, on top of --timeout %g s)\n",
+               c->o->limits.startup_seconds, c->o->limits.compile_seconds, c->o->limits.timeout_seconds);
     if (c->workers_lost)
         printf("fuzz: %d worker%s died or were killed outside a case (WORKER LOST and 'saving it unshrunk' lines above) and "
                "were replaced\n", c->workers_lost, c->workers_lost == 1 ? "" : "s");
     if (c->interrupted) printf("fuzz: INTERRUPTED by %s after %.1f s: the cases above are all that ran\n", strsignal(c->interrupted), elapsed);
-    if (c->broken[0]) printf("fuzz: FAILED, cases not accounted for: %s\n", c->broken);
+    char shown[4 * sizeof c->broken];
+    if (c->broken[0]) printf("fuzz: FAILED, cases not accounted for: %s\n", kvc_escape_text(c->broken, shown, sizeof shown));
     char stopped[300];
     stop_text(c, stopped, sizeof stopped);
     if (c->first_start_at >= 0)
@@ -292,6 +304,8 @@ cJSON *options_json(const fuzz_options *o) {
     cJSON_AddStringToObject(j, "out", o->out_dir);
     cJSON_AddNumberToObject(j, "geometry_pool", o->geometry_pool);
     cJSON_AddNumberToObject(j, "timeout_seconds", o->limits.timeout_seconds);
+    cJSON_AddNumberToObject(j, "startup_timeout_seconds", o->limits.startup_seconds);
+    cJSON_AddNumberToObject(j, "compile_timeout_seconds", o->limits.compile_seconds);
     cJSON_AddNumberToObject(j, "rss_limit_mb", (double)o->limits.rss_limit_mb);
     return j;
 }
@@ -388,7 +402,7 @@ static cJSON *summary_json(campaign *c, double elapsed, int exit_code) {
     for (int i = 0; i < c->num_failures_listed; i++) {
         failure *x = &c->failures_list[i];
         char repro[800];
-        repro_fuzz(c, x->result.index, repro, sizeof repro);
+        repro_fuzz(c, x->result.index, x->result.kind, repro, sizeof repro);
         cJSON *item = cJSON_CreateObject();
         cJSON_AddNumberToObject(item, "case", (double)x->result.index);
         cJSON_AddStringToObject(item, "variant", kvc_variant(x->result.variant)->name);
@@ -451,7 +465,7 @@ int write_junit(campaign *c, double elapsed, int exit_code) {
     /* A campaign that proves nothing, or was cut short, is a failed
      * testcase of its own, with the command that runs it again. */
     char again[900], text[sizeof c->no_verdict + sizeof again + 32];
-    repro_fuzz(c, -1, again, sizeof again);
+    repro_fuzz(c, -1, NULL, again, sizeof again);
     if (c->no_verdict[0]) {
         snprintf(text, sizeof text, "%s\n  __REPRO: %s\n", c->no_verdict, again);
         kvc_junit_fail(j, "fuzz.campaign", "cases compared", 0, "no-verdict", c->no_verdict, text);

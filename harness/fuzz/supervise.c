@@ -1,6 +1,7 @@
 /* Supervising candidate processes: see supervise.h. */
 #include "harness/fuzz/supervise.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -101,6 +102,60 @@ void kvc_close_inherited_fds(int keep_a, int keep_b) {
 void kvc_kill_group(pid_t pid) {
     kill(-pid, SIGKILL);
     kill(pid, SIGKILL);   /* should setpgid have failed */
+}
+
+/* ---- descendants that left the process group ------------------------- */
+
+/* The process that became a subreaper (a forked child is none, though
+ * it has a copy of this variable). */
+static pid_t subreaper;
+
+void kvc_become_subreaper(void) {
+    if (subreaper != getpid() && prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0) subreaper = getpid();
+}
+
+/* The parent of process `pid` from /proc/PID/stat, -1 if unknown. */
+static pid_t parent_of(pid_t pid) {
+    char path[64], text[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    ssize_t n = read(fd, text, sizeof text - 1);
+    close(fd);
+    if (n <= 0) return -1;
+    text[n] = 0;
+    /* "PID (COMM) STATE PPID ...": COMM may hold spaces and parentheses. */
+    char *end = strrchr(text, ')');
+    int ppid;
+    char state;
+    return end && sscanf(end + 1, " %c %d", &state, &ppid) == 2 ? (pid_t)ppid : -1;
+}
+
+void kvc_reap_descendants(const pid_t *keep, int num_keep) {
+    pid_t self = getpid();
+    if (subreaper != self) return;
+    /* Killing a child hands its own children to this process (the
+     * subreaper): look again until a pass finds none. */
+    for (int pass = 0; pass < 1000; pass++) {
+        DIR *proc = opendir("/proc");
+        if (!proc) return;
+        pid_t found[256];
+        int n = 0;
+        for (struct dirent *e; n < 256 && (e = readdir(proc));) {
+            char *end;
+            long pid = strtol(e->d_name, &end, 10);
+            if (*end || pid <= 0 || parent_of((pid_t)pid) != self) continue;
+            int kept = 0;
+            for (int k = 0; k < num_keep; k++) kept |= keep[k] == (pid_t)pid;
+            if (!kept) found[n++] = (pid_t)pid;
+        }
+        closedir(proc);
+        if (!n) return;
+        for (int i = 0; i < n; i++) {
+            kill(found[i], SIGKILL);
+            while (waitpid(found[i], NULL, 0) < 0 && errno == EINTR) {}
+        }
+    }
 }
 
 /* ---- interruption ---------------------------------------------------- */
@@ -242,6 +297,7 @@ kvc_child_outcome kvc_run_isolated(void (*fn)(void *arg, int fd), void *arg, con
     kvc_kill_group(pid);
     close(p[0]);
     while (waitpid(pid, status, 0) < 0 && errno == EINTR) {}
+    kvc_reap_descendants(NULL, 0);
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
     if (isolated_interrupt) {
@@ -275,7 +331,9 @@ const char *kvc_protocol_error(const kvc_worker_message *m, const kvc_worker_vie
         snprintf(why, size, "it ended its job at case %lld, before its cases were done", (long long)v->next_index);
     else if (m->type == KVC_MSG_RETIRE && v->phase != KVC_JOB_IDLE)
         snprintf(why, size, "it retired in the middle of case %lld", (long long)v->index);
-    else if ((unsigned)m->type > KVC_MSG_RETIRE)
+    else if (m->type == KVC_MSG_PHASE && (v->phase == KVC_JOB_IDLE || m->index != v->index || (unsigned)m->phase > 2))
+        snprintf(why, size, "it sent a phase (%d) for case %lld, which it was not running", m->phase, (long long)m->index);
+    else if ((unsigned)m->type > KVC_MSG_PHASE)
         snprintf(why, size, "it sent a message of unknown type %d", m->type);
     else
         return NULL;

@@ -15,9 +15,14 @@
 #define KVC_DEFAULT_TIMEOUT_SECONDS 10.0
 #define KVC_DEFAULT_RSS_LIMIT_MB 2048
 
+#define KVC_DEFAULT_STARTUP_TIMEOUT_SECONDS 60.0
+#define KVC_DEFAULT_COMPILE_TIMEOUT_SECONDS 60.0
+
 typedef struct {
     double timeout_seconds;     /* one case; <= 0: no limit */
     int64_t rss_limit_mb;       /* resident memory of the child; <= 0: no limit */
+    double startup_seconds;     /* a Python worker's start-up inside a case (the fuzz workers) */
+    double compile_seconds;     /* a Python worker's first call of a geometry: allowed on top of timeout_seconds */
 } kvc_child_limits;
 
 double kvc_now_seconds(void);
@@ -52,6 +57,17 @@ void kvc_close_inherited_fds(int keep_a, int keep_b);
 /* SIGKILL to the process group of a child set up by kvc_child_setup: the
  * helpers its candidate forked die with it. */
 void kvc_kill_group(pid_t pid);
+/* Makes this process the subreaper of its descendants (a command that
+ * supervises candidates: kvcmp fuzz and replay), so that a helper a
+ * candidate detached (setsid, a double fork) becomes its child when its
+ * own parent dies, not init's. */
+void kvc_become_subreaper(void);
+/* After a supervised child was killed and reaped: kills and reaps every
+ * child of this process but the keep[num_keep] (the live workers), the
+ * orphans handed to it as subreaper included, again until none is left.
+ * Nothing without kvc_become_subreaper (a library caller's children are
+ * its own). */
+void kvc_reap_descendants(const pid_t *keep, int num_keep);
 /* A descriptor that becomes readable when the child exits (a pidfd), or
  * -1 on kernels without one. */
 int kvc_exit_fd(pid_t pid);
@@ -87,7 +103,10 @@ kvc_child_outcome kvc_run_isolated(void (*fn)(void *arg, int fd), void *arg, con
  * and saved it), then DONE at the end of its job or RETIRE when it
  * outgrew its memory limit.  The candidate runs inside the worker, so the
  * parent checks every message against what the worker may say next. */
-enum { KVC_MSG_START, KVC_MSG_RESULT, KVC_MSG_SAVED, KVC_MSG_DONE, KVC_MSG_RETIRE };
+enum { KVC_MSG_START, KVC_MSG_RESULT, KVC_MSG_SAVED, KVC_MSG_DONE, KVC_MSG_RETIRE, KVC_MSG_PHASE };
+/* KVC_MSG_PHASE: inside a case (or its shrinking), the Python worker's
+ * phase (KVC_PYWORKER_*: start-up, a first call of a geometry, back to
+ * plain calls), whose time the parent allows on top of --timeout. */
 enum { KVC_JOB_IDLE, KVC_JOB_RUNNING, KVC_JOB_SHRINKING };
 
 /* What the parent knows of one worker when a message arrives. */
@@ -104,6 +123,7 @@ typedef struct {
     int type;
     int64_t index;
     int variant, family, threads, other_threads;
+    int phase;                /* KVC_MSG_PHASE */
 } kvc_worker_message;
 
 /* NULL when m may come now; else why not, in why ("it sent a result for

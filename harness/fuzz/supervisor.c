@@ -29,7 +29,7 @@ static int on_result(campaign *c, const message *m) {
     c->failures++; tv->failures++; tf->failures++;
     if (c->failures == 1) c->first_failure_at = m->at_seconds;
     char repro[800];
-    repro_fuzz(c, m->index, repro, sizeof repro);
+    repro_fuzz(c, m->index, m->kind, repro, sizeof repro);
     kvc_signature_entry *e = kvc_signature_list_get(&c->signatures, &m->signature, m->index);
     if (e && e->count++ == 0) snprintf(e->first_repro, sizeof e->first_repro, "%s", repro);
     /* Beyond the first few of a signature, failures are only counted. */
@@ -184,6 +184,7 @@ int spawn_worker(supervisor *s, int job) {
     slot->since = now_seconds();
     slot->pipe_closed_at = 0;
     slot->finished = slot->retired = slot->broken = 0;
+    slot->window = KVC_PYWORKER_CALL;
     return 0;
 }
 
@@ -224,7 +225,7 @@ static const char *protocol_error(const supervisor *s, int job, const message *m
     kvc_worker_view view = {.phase = (int)slot->phase, .index = slot->index, .next_index = case_index(s->o, job, slot->next_k),
                             .complete = job_complete(s, job), .variants = kvc_variant_count(), .families = KVC_FAM_COUNT};
     kvc_worker_message said = {.type = m->type, .index = m->index, .variant = m->variant, .family = m->family,
-                               .threads = m->coverage.threads, .other_threads = m->coverage.other_threads};
+                               .threads = m->coverage.threads, .other_threads = m->coverage.other_threads, .phase = m->phase};
     return kvc_protocol_error(&said, &view, why, size);
 }
 
@@ -275,9 +276,36 @@ static void read_message(supervisor *s, int job) {
     reap_worker(s, job, NULL, NULL);
 }
 
+/* The time a Python worker's start-up or first call of a geometry may
+ * take before the case's --timeout runs on (0: none). */
+static double window_allowance(const supervisor *s, int window) {
+    const kvc_child_limits *limits = &s->o->limits;
+    /* The worker's own wait for the hello ends at --startup-timeout: a
+     * little more here, so that its message is the one reported. */
+    if (window == KVC_PYWORKER_STARTUP) return limits->startup_seconds + 2.0;
+    if (window == KVC_PYWORKER_FIRST_CALL) return limits->compile_seconds;
+    return 0;
+}
+
+/* A phase with an allowance ends: up to the allowance of its time is
+ * taken off the case's clock. */
+static void close_window(supervisor *s, int job) {
+    job_slot *slot = &s->jobs[job];
+    if (slot->window == KVC_PYWORKER_CALL) return;
+    double spent = now_seconds() - slot->window_since, allowed = window_allowance(s, slot->window);
+    slot->since += spent < allowed ? spent : allowed;
+    slot->window = KVC_PYWORKER_CALL;
+}
+
 static void on_message(supervisor *s, int job, const message *m) {
     job_slot *slot = &s->jobs[job];
     campaign *c = s->c;
+    if (m->type == MSG_PHASE) {
+        close_window(s, job);
+        if (m->phase != KVC_PYWORKER_CALL) { slot->window = m->phase; slot->window_since = now_seconds(); }
+        return;
+    }
+    slot->window = KVC_PYWORKER_CALL;
     if (m->type == MSG_START) {
         if (c->first_start_at < 0) c->first_start_at = now_seconds() - c->started;
         slot->phase = JOB_RUNNING;
@@ -355,6 +383,13 @@ static void reap_worker(supervisor *s, int job, const char *kind, const char *wh
     int status = 0;
     while (waitpid(slot->pid, &status, 0) < 0 && errno == EINTR) {}
     kvc_interrupt_untrack(slot->pid);
+    /* What the worker's candidate left behind outside its group (setsid,
+     * a double fork) was handed to this process: it goes too. */
+    pid_t live[MAX_JOBS];
+    int num_live = 0;
+    for (int j = 0; j < o->jobs; j++)
+        if (j != job && s->jobs[j].pid) live[num_live++] = s->jobs[j].pid;
+    kvc_reap_descendants(live, num_live);
     if (o->save_dir[0]) kvc_case_remove_partial_saves(o->save_dir, slot->pid);
     pid_t pid = slot->pid;
     slot->pid = 0;
@@ -367,11 +402,11 @@ static void reap_worker(supervisor *s, int job, const char *kind, const char *wh
         return;
     }
     if (why || !clean_exit || !slot->retired) {
-        char how[200];
+        char how[320];
         if (why) snprintf(how, sizeof how, "%s", why);
         else describe_death(status, how, sizeof how);
         if (slot->phase == JOB_RUNNING) {
-            char detail[300];
+            char detail[400];
             snprintf(detail, sizeof detail, "the worker running this case %s", how);
             on_lost_case(c, slot->index, why ? kind : "crash", detail);
             slot->next_k = case_k(o, job, slot->index) + 1;
@@ -400,9 +435,23 @@ static int enforce_limits(supervisor *s, int job) {
     job_slot *slot = &s->jobs[job];
     const kvc_child_limits *limits = &s->o->limits;
     double now = now_seconds(), elapsed = now - slot->since, shrink_budget = s->o->shrink_seconds + 2 * limits->timeout_seconds;
-    char why[200] = "";
+    /* A start-up or a first call of a geometry running: up to its allowance is not the case's time. */
+    double window = slot->window != KVC_PYWORKER_CALL ? now - slot->window_since : 0, allowed = window_allowance(s, slot->window);
+    elapsed -= window < allowed ? window : allowed;
+    char why[300] = "";
     const char *kind = "timeout";
-    if (limits->timeout_seconds > 0 && slot->phase == JOB_RUNNING && elapsed > limits->timeout_seconds)
+    if (limits->timeout_seconds > 0 && slot->phase == JOB_RUNNING && elapsed > limits->timeout_seconds && allowed > 0 &&
+        slot->window == KVC_PYWORKER_FIRST_CALL) {
+        snprintf(why, sizeof why, "was in its first call of this geometry (a JIT compiling) for longer than %g s (--compile-timeout) "
+                 "+ %g s (--timeout) and was killed: raise --compile-timeout if compiling takes that long", limits->compile_seconds,
+                 limits->timeout_seconds);
+        kind = "compile-timeout";
+    } else if (limits->timeout_seconds > 0 && slot->phase == JOB_RUNNING && elapsed > limits->timeout_seconds &&
+               slot->window == KVC_PYWORKER_STARTUP) {
+        snprintf(why, sizeof why, "was starting its Python worker (the candidate's import) for longer than %g s (--startup-timeout) "
+                 "+ %g s (--timeout) and was killed: raise --startup-timeout", limits->startup_seconds, limits->timeout_seconds);
+        kind = "startup-timeout";
+    } else if (limits->timeout_seconds > 0 && slot->phase == JOB_RUNNING && elapsed > limits->timeout_seconds)
         snprintf(why, sizeof why, "took longer than %g s (--timeout) and was killed", limits->timeout_seconds);
     else if (limits->timeout_seconds > 0 && slot->phase == JOB_SHRINKING && elapsed > shrink_budget)
         snprintf(why, sizeof why, "took longer than %g s (--shrink-seconds + 2 x --timeout) and was killed", shrink_budget);

@@ -257,10 +257,23 @@ static kvc_fuzz_outcome check_history(worker *w, kvc_gen_case *g, int64_t index,
     return v->outcome;
 }
 
+/* The worker whose case runs now, for the Python worker's phases: the
+ * parent allows a start-up and a first call of a geometry their own time. */
+static worker *phase_worker;
+static int64_t phase_index;
+
+static void send_phase(int phase) {
+    if (!phase_worker) return;
+    message m = {.type = MSG_PHASE, .index = phase_index, .phase = phase};
+    send_message(phase_worker, &m);
+}
+
 /* Runs case `index`; 1 when the worker must retire (memory). */
 static int run_one(worker *w, int64_t index) {
     message m = {.type = MSG_START, .index = index};
     send_message(w, &m);
+    phase_worker = w;
+    phase_index = index;
     double case_started = now_seconds();
     kvc_gen_case g;
     kvc_gen_make(&w->gen, index, &g);
@@ -271,6 +284,7 @@ static int run_one(worker *w, int64_t index) {
     m.variant = g.variant;
     m.family = g.family;
     m.invalid = g.invalid[0] != 0;
+    phase_worker = NULL;
     if (outgrew_memory_limit(w, &g, index, &m)) { kvc_gen_free(&g); return 1; }
     m.type = MSG_RESULT;
     m.outcome = v.outcome;
@@ -299,7 +313,9 @@ static int run_one(worker *w, int64_t index) {
     }
     send_message(w, &m);
     if (m.will_save && parent_allows_save(w)) {
+        phase_worker = w;
         shrink_and_save(w, &g, index, salt, &v, &m);
+        phase_worker = NULL;
         m.type = MSG_SAVED;
         send_message(w, &m);
     }
@@ -317,6 +333,7 @@ void worker_main(worker *w, int job, int64_t first_k) {
     mallopt(M_MMAP_THRESHOLD, 32 << 20);
     mallopt(M_TRIM_THRESHOLD, 64 << 20);
     omp_set_num_threads(w->target.threads);
+    kvc_pyworker_set_phase_hook(send_phase);
     if (w->target.candidate != &kvc_reference_backend) kvc_pyworker_warm_up();
     const fuzz_options *o = w->o;
     if (o->only >= 0) {

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "harness/compare/causes.h"
+#include "harness/report/run_info.h"
 #include "kvcmp/deviations.h"
 #include "kvcmp/validate.h"
 
@@ -61,7 +62,13 @@ static int read_status(kvc_outside_status *status, char *error, size_t error_siz
     int found = -1;
     for (int i = 0; i < 3 && cJSON_IsString(state); i++)
         if (strcmp(state->valuestring, names[i]) == 0) found = i;
-    if (!cJSON_IsObject(root)) {
+    const char *twice = cJSON_IsObject(root) ? kvc_json_duplicated_key(root) : NULL;
+    char shown[300];
+    if (twice) {
+        snprintf(error, error_size, "%s: the key \"%.100s\" appears twice: kvcmp (the first) and Python's json (the last) would read "
+                 "different statuses, so the file is refused (write each key once, e.g. json.dump of a dict)", status->path,
+                 kvc_escape_text(twice, shown, sizeof shown));
+    } else if (!cJSON_IsObject(root)) {
         snprintf(error, error_size, "%s: not a JSON object (an outside status file is {\"status\": \"ran\"|\"rejected\"|\"crashed\", "
                  "\"message\": \"...\"})", status->path);
     } else if (found < 0) {

@@ -611,7 +611,11 @@ int kvc_cmd_replay(int argc, char **argv) {
         options.variant_mask = kvc_variant_mask(stage_list, bad, sizeof bad);
         if (!options.variant_mask) return kvc_usage_error(&line, "--stage item '%s' matches no variant (kvcmp fuzz --list names them)", bad);
     }
-    return replay_paths(paths, num_paths, &options);
+    /* Candidates' helpers that left their process group are found and killed too. */
+    kvc_become_subreaper();
+    int rc = replay_paths(paths, num_paths, &options);
+    kvc_reap_descendants(NULL, 0);
+    return rc;
 }
 
 /* "N passed, M failed, K skipped", and the known differences when there are any. */
@@ -689,7 +693,8 @@ static int replay_paths(char **paths, int num_paths, kvc_replay_options *options
     kvc_replay_options options = *options_in;
     char error[512];
     options.backend = kvc_backend_by_name(options.impl_name, error, sizeof error);
-    if (!options.backend) { fprintf(stderr, "kvcmp replay: %s\n", error); return 2; }
+    char shown[4 * sizeof error];   /* a Python candidate's exception text among it */
+    if (!options.backend) { fprintf(stderr, "kvcmp replay: %s\n", kvc_escape_text(error, shown, sizeof shown)); return 2; }
     /* The built-in backends are trusted; a plug-in runs each case in a
      * process of its own, so one crash or hang is one FAIL line. */
     int isolate = !options.outputs_dir && !options.outputs_in_case && strcmp(options.impl_name, "ref") != 0 &&

@@ -109,13 +109,12 @@ int kvc_write_json_file(const char *path, cJSON *root, char *error, size_t error
     return rc;
 }
 
-/* A key that appears twice in one object of the tree, or NULL. */
-static const char *duplicated_key(const cJSON *item) {
+const char *kvc_json_duplicated_key(const cJSON *item) {
     for (const cJSON *a = item ? item->child : NULL; a; a = a->next) {
         if (cJSON_IsObject(item) && a->string)
             for (const cJSON *b = a->next; b; b = b->next)
                 if (b->string && strcmp(a->string, b->string) == 0) return a->string;
-        const char *inner = duplicated_key(a);
+        const char *inner = kvc_json_duplicated_key(a);
         if (inner) return inner;
     }
     return NULL;
@@ -167,7 +166,7 @@ cJSON *kvc_read_json_file_checked(const char *path, size_t max_bytes, char *erro
         snprintf(error, error_size, "%s: cannot be read as JSON (give the file kvcmp wrote)", path);
         return NULL;
     }
-    const char *twice = duplicated_key(root);
+    const char *twice = kvc_json_duplicated_key(root);
     if (twice) {
         snprintf(error, error_size, "%s: the key \"%.100s\" appears twice in one object: an edited file, not one kvcmp wrote (give the file "
                  "kvcmp wrote)", path, twice);

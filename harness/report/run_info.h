@@ -34,6 +34,9 @@ int kvc_write_json_file(const char *path, cJSON *root, char *error, size_t error
  * never waited on, a link to a device never read), is not valid JSON or
  * holds a key twice in one object.  The caller frees it with cJSON_Delete. */
 #define KVC_JSON_FILE_MAX_BYTES ((size_t)64 << 20)
+/* A key that appears twice in one object of the tree, or NULL (cJSON
+ * keeps the first, Python's json the last: such a file is refused). */
+const char *kvc_json_duplicated_key(const cJSON *item);
 cJSON *kvc_read_json_file(const char *path);
 /* The same with why it was refused in error (the path first, then what
  * to do), and a size limit of the caller's. */

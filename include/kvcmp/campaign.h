@@ -55,6 +55,9 @@ typedef struct {
     const char *junit_path;     /* NULL: none */
     const char *command;        /* how __REPRO lines invoke kvcmp; NULL: "kvcmp" */
     int quiet;                  /* no start lines, no progress */
+    double startup_timeout_seconds;  /* a py: worker's start-up and the candidate's import; <= 0: the default (60) */
+    double compile_timeout_seconds;  /* allowance of a py: worker's first call of each geometry before
+                                        timeout_seconds applies (a JIT compiles); 0: none */
 } kvc_campaign_options;
 
 typedef struct {

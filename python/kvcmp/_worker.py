@@ -14,7 +14,7 @@ of JSON.
   such attribute) or ``{"fatal": MESSAGE}`` when the candidate cannot be
   loaded.
 * Then, per stage call, the engine sends ``{"call": STAGE, "params":
-  {...}, "threads": N, "size": BYTES, "tensors": [{"name", "dtype",
+  {...}, "threads": N, "size": BYTES, "seq": N, "tensors": [{"name", "dtype",
   "shape", "strides", "offset", "output"}, ...]}``; each tensor lies in the
   shared memory at its offset with its strides (a paged cache's page
   stride includes the page padding, which must stay untouched).  The
@@ -28,7 +28,10 @@ of JSON.
   engine replaces the worker), or
   ``{"status": "device-lost", "class": K, "message": M}``, after which the
   worker exits: its device is unusable and a fresh worker takes the next
-  call.  A call the worker never answers (it hangs, crashes or exits) is
+  call.  Every reply also echoes the request's ``"seq"``: a reply line
+  without it, with another call's, not JSON, or followed by more bytes
+  means the candidate wrote into the reply stream, and the engine fails
+  the call as "protocol" and replaces the worker.  A call the worker never answers (it hangs, crashes or exits) is
   the engine's: a timeout or a crash of that case.
 
 A device is lost when the candidate raises :class:`kvcmp.DeviceLost`, or
@@ -159,7 +162,9 @@ class _Worker:
 
     def serve(self):
         for line in self.requests:
-            reply = self.call(json.loads(line))
+            request = json.loads(line)
+            reply = self.call(request)
+            reply["seq"] = request.get("seq")
             self.reply(reply)
             if reply["status"] == "device-lost":
                 os._exit(0)

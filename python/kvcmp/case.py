@@ -3,6 +3,7 @@ classified comparison, over libkvcmp's flat C API (include/kvcmp/ffi.h)."""
 import ctypes
 import json
 import os
+import sys
 import tempfile
 
 import numpy as np
@@ -78,10 +79,10 @@ def _as_array(name, value):
     """numpy array or torch tensor -> a C-order numpy array of a case dtype."""
     _check_tensor_name(name)
     if not isinstance(value, np.ndarray):
-        try:
-            import torch
-        except ImportError:
-            torch = None
+        # A torch tensor means torch is loaded: never import it here (a
+        # float or a list would pay for torch's import, seconds, in a
+        # worker's timed call).
+        torch = sys.modules.get("torch")
         if torch is not None and isinstance(value, torch.Tensor):
             value = torch_to_bf16(value) if value.dtype == torch.bfloat16 else value.detach().cpu().contiguous().numpy()
         else:

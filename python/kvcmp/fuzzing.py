@@ -23,6 +23,7 @@ _OPTIONS = {"seed": "--seed", "cases": "--cases", "seconds": "--seconds", "stage
             "metamorphic_rate": "--metamorphic-rate", "jobs": "--jobs", "threads": "--threads",
             "max_failures": "--max-failures", "max_failures_per_signature": "--max-failures-per-signature",
             "shrink_seconds": "--shrink-seconds", "timeout": "--timeout", "rss_limit_mb": "--rss-limit-mb",
+            "startup_timeout": "--startup-timeout", "compile_timeout": "--compile-timeout",
             "geometry_pool": "--geometry-pool", "shard": "--shard", "only": "--only", "junit": "--junit"}
 
 
@@ -170,8 +171,8 @@ def fuzz(candidate, quiet=False, json_path=None, args=(), **options):
     when neither is given), stages, families, policy, out (every output
     under it; default kvcmp-out), save_dir, invalid_rate, metamorphic_rate,
     jobs, threads, max_failures (distinct root causes), max_failures_per_signature,
-    shrink_seconds, timeout, rss_limit_mb, geometry_pool, shard ((i, n)), only,
-    junit; args adds raw command-line options.  quiet keeps the campaign's
+    shrink_seconds, timeout, startup_timeout, compile_timeout, rss_limit_mb,
+    geometry_pool, shard ((i, n)), only, junit; args adds raw command-line options.  quiet keeps the campaign's
     output in summary.output instead of printing it.  A bad option raises
     ValueError with the engine's message."""
     if options.get("cases") is None and options.get("seconds") is None and options.get("only") is None:

@@ -48,6 +48,8 @@ def run_hostile(tmp_path, candidate, **options):
     marks.mkdir(exist_ok=True)
     os.environ["KVCMP_TEST_MARKS"] = str(marks)
     options.setdefault("timeout", 3)
+    # No first-call allowance: a hang is a kernel hang here, not a compile-timeout (tests/python/test_fail_closed.py).
+    options.setdefault("compile_timeout", 0)
     return kvcmp.fuzz(candidate, seed=2, cases=24, jobs=2, out=str(tmp_path / "out"), quiet=True,
                       max_failures_per_signature=100, **options)
 

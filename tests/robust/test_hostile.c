@@ -274,6 +274,8 @@ Test(protocol, each_message_in_its_turn_is_accepted) {
     cr_expect_null(check(KVC_MSG_SAVED, 4, KVC_JOB_SHRINKING, 0));
     cr_expect_null(check(KVC_MSG_DONE, 0, KVC_JOB_IDLE, 1));
     cr_expect_null(check(KVC_MSG_RETIRE, 0, KVC_JOB_IDLE, 0));
+    cr_expect_null(check(KVC_MSG_PHASE, 4, KVC_JOB_RUNNING, 0));
+    cr_expect_null(check(KVC_MSG_PHASE, 4, KVC_JOB_SHRINKING, 0));
 }
 
 Test(protocol, a_message_out_of_turn_is_refused) {
@@ -286,7 +288,10 @@ Test(protocol, a_message_out_of_turn_is_refused) {
     expect_refused(check(KVC_MSG_DONE, 0, KVC_JOB_IDLE, 0), "it ended its job at case 6, before its cases were done");
     expect_refused(check(KVC_MSG_DONE, 0, KVC_JOB_RUNNING, 1), "before its cases were done");
     expect_refused(check(KVC_MSG_RETIRE, 0, KVC_JOB_RUNNING, 0), "it retired in the middle of case 4");
-    expect_refused(check(KVC_MSG_RETIRE + 1, 0, KVC_JOB_IDLE, 1), "unknown type 5");
+    /* A phase (a Python worker's start-up or first call) belongs to the case running. */
+    expect_refused(check(KVC_MSG_PHASE, 4, KVC_JOB_IDLE, 0), "it sent a phase (0) for case 4, which it was not running");
+    expect_refused(check(KVC_MSG_PHASE, 5, KVC_JOB_RUNNING, 0), "for case 5, which it was not running");
+    expect_refused(check(KVC_MSG_PHASE + 1, 0, KVC_JOB_IDLE, 1), "unknown type 6");
     expect_refused(check(-1, 0, KVC_JOB_IDLE, 1), "unknown type -1");
 }
 
