@@ -7,9 +7,9 @@
 #    --invalid-rate 0 (the kernels do not validate) and --geometry-pool 4,
 #    and prints PASS or FAIL with the campaign's summary line.
 # 2. Each V4 stage then runs a campaign of WARM_SECONDS (30) with the same
-#    seed, so the same page geometries, whose kernels step 1 compiled and
-#    Triton's cache now holds, and prints its cases/s (worker start-up
-#    included, as in any campaign).
+#    seed, so the same page geometries, whose kernels step 1 compiled into
+#    TRITON_CACHE_DIR (OUT/triton-cache unless set), and prints its cases/s
+#    (worker start-up included, as in any campaign).
 # A failing stage does not stop the others.  Logs go to $OUT (a new
 # temporary folder when OUT is unset), one per campaign, with a summary.
 # Environment: KVCMP (build/kvcmp), PYTHON (python3: the interpreter with
@@ -27,6 +27,9 @@ SEED=${SEED:-1}
 OUT=${OUT:-$(mktemp -d /tmp/device-triton.XXXXXX)}
 mkdir -p "$OUT"
 SUMMARY=$OUT/summary.txt
+# One compile cache for every campaign (a py: campaign otherwise keeps its
+# own under its --out): the speed runs find what the gate compiled.
+export TRITON_CACHE_DIR=${TRITON_CACHE_DIR:-$OUT/triton-cache}
 : > "$SUMMARY"
 
 say() { echo "$*" | tee -a "$SUMMARY"; }
@@ -71,7 +74,8 @@ for item in "${GATE[@]}"; do
     if [ $rc -eq 0 ]; then verdict=PASS; else verdict="FAIL (exit $rc)"; failed=$((failed + 1)); fi
     say "$(printf '%-28s %-10s %s' "$2" "$verdict" "${line:-no summary line: see $OUT/$3-gate.log}")"
     if [ $rc -ne 0 ]; then
-        { grep -E '^  \[[0-9]+\]|signature:' "$OUT/$3-gate.log" | head -8 || tail -3 "$OUT/$3-gate.log"; } | tee -a "$SUMMARY"
+        why=$(grep -E '^  \[[0-9]+\]|signature:' "$OUT/$3-gate.log" | head -8)
+        echo "${why:-$(tail -3 "$OUT/$3-gate.log")}" | tee -a "$SUMMARY"
     fi
 done
 
