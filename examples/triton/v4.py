@@ -2,23 +2,27 @@
 kvcmp candidate: v4.save_partial_states and v4.compress (D = 512
 fp8_ds_mla and D = 128 fp8_indexer, R = 4 and 128).  Offering both also
 runs v4.forward and the history.v4 variants: the campaign calls the two
-stages in order on one batch, as a model's step does.
+stages in order on one batch, as a model's step does.  (--stage takes
+prefixes: "v4" would also pick the v41 variants, which are then skipped.)
 
-    kvcmp fuzz --candidate py:examples/triton/v4.py:candidate --stage v4 --invalid-rate 0
+    kvcmp fuzz --candidate py:examples/triton/v4.py:candidate --stage offered --invalid-rate 0
 
 The kernels are in v4_triton.py, one program per token, one launch per
 stage call.  They write straight into the paged caches with the page
 stride the campaign chose (padding included), and take every integer they
 specialise on (R, head dim, page rows, page stride) as a tl.constexpr:
 with --geometry-pool a campaign compiles a few times, not per case.  They
-do not validate their inputs (SPEC.md 8), hence --invalid-rate 0.
+do not validate their inputs (SPEC.md 8), hence --invalid-rate 0.  A
+campaign compiles into OUT/triton-cache unless TRITON_CACHE_DIR is set:
+set it to share the compiles between campaigns (tools/device_triton.sh
+does; docs/speed.md has what that is worth on an H100).
 
 KVCMP_TRITON_TWIN=1 runs v4_twin.py instead: the same programs in NumPy
 on the CPU, step for step (no torch, no Triton), which a campaign holds
 to the reference byte for byte where no GPU is at hand:
 
     KVCMP_TRITON_TWIN=1 kvcmp fuzz --candidate py:examples/triton/v4.py:candidate \\
-        --stage v4 --invalid-rate 0 --cases 300
+        --stage offered --invalid-rate 0 --cases 300
 
 Per call the host copies each input to the device once and the written
 cache back once (pages and padding, so kvcmp sees every byte); the
