@@ -23,6 +23,7 @@
 #include "harness/options/options.h"
 #include "optimized/optimized.h"
 #include "harness/bench/bench.h"
+#include "harness/bench/output.h"
 #include "cli/commands.h"
 #include "common/atomic_file.h"
 

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "common/atomic_file.h"
-#include "harness/bench/bench.h"
+#include "harness/bench/output.h"
 #include "harness/report/run_info.h"
 
 static double ms(double seconds) { return 1e3 * seconds; }

@@ -1,3 +1,3 @@
-# file: reference/v41_save_compress_norm.c
+# file: reference/steps.c
 # bug: a chunk's first closing token pools with ring row p % CAP instead of (p-1) % CAP
-s/(a->positions\[t\] - 1 + cap) % cap/a->positions[t] % cap/
+s/return (p - 1) % cap;/return p % cap;/

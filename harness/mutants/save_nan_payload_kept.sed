@@ -1,3 +1,3 @@
-# file: reference/v4_save_partial_states.c
+# file: reference/steps.c
 # bug: the score sum keeps a NaN's sign and payload instead of the canonical 0x7FC00000 (vLLM's CPU port)
-s/state_row\[width + i\] = ref_canonical_f32(a->score\[t \* width + i\] + ape_row\[i\]);/state_row[width + i] = a->score[t * width + i] + ape_row[i];/
+s/state_score\[i\] = kvc_canonical_f32(score\[i\] + ape\[i\]);/state_score[i] = score[i] + ape[i];/

@@ -2,9 +2,10 @@
  *
  * A deviation is a bug kernel authors write, named and described in
  * SPEC.md's terms ("bf16-half-away", SPEC 1 bf16: bf16(x) rounds ties
- * away from zero instead of to even).  Each is a switch on the reference
- * (reference/deviations.h): its variant is the reference's own step
- * functions with that one step done the wrong way.
+ * away from zero instead of to even).  Its variant is the reference's own
+ * stages with that step done the wrong way: the reference's table of
+ * steps with the steps it varies replaced (harness/diagnose/deviations.c);
+ * the reference itself knows no deviation.
  *
  * Diagnosis runs the variants, alone, in pairs and composed up to four at
  * once, on a failing case and names those whose outputs equal the

@@ -50,7 +50,8 @@ from ._lib import Error
 from .bf16 import bf16_to_f32, bf16_to_torch, f32_to_bf16, torch_to_bf16
 from .case import (Case, CompareResult, Rejected, compare, generate, load_case, reference, save_case, shrink)
 from ._worker import DeviceLost
-from .fuzzing import FuzzSummary, Signature, candidate_spec, fuzz, stages_of
+from ._candidate import candidate_spec
+from .fuzzing import FuzzSummary, Signature, fuzz, stages_of
 from .torch_case import PaddingTouched, TorchCase
 from . import testing
 

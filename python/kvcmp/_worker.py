@@ -38,8 +38,6 @@ A device is lost when the candidate raises :class:`kvcmp.DeviceLost`, or
 an exception named AcceleratorError (torch's sticky CUDA errors), or one
 whose message starts with "CUDA error:" (older torch).
 """
-import importlib
-import importlib.util
 import json
 import mmap
 import os
@@ -47,7 +45,8 @@ import sys
 import threading
 import traceback
 
-STAGES = ("v4.save_partial_states", "v4.compress", "v41.save_compress_norm", "v41.rope_quant_insert", "v41.rope_plain_insert")
+from ._candidate import offered_stages, resolve
+
 REQUEST_FD, REPLY_FD, SHM_FD = 3, 4, 5
 
 
@@ -55,57 +54,6 @@ class DeviceLost(Exception):
     """Raise it (or a subclass) from a candidate whose device is no longer
     usable: the case fails as device-lost and a fresh worker runs the next
     one."""
-
-
-def _load_file(path):
-    name = "kvcmp_candidate_" + os.path.splitext(os.path.basename(path))[0].replace("-", "_")
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None:
-        raise ImportError("%s is not a Python file" % path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
-    spec.loader.exec_module(module)
-    return module
-
-
-def resolve(spec):
-    """The callable of FILE.py:FUNCTION or MODULE:FUNCTION (FUNCTION may be
-    dotted: Class.method)."""
-    where, sep, function = spec.rpartition(":")
-    if not sep or not where or not function:
-        raise ValueError("a Python candidate is FILE.py:FUNCTION or MODULE:FUNCTION, not '%s'" % spec)
-    if where.endswith(".py") or os.sep in where:
-        if not os.path.isfile(where):
-            raise ValueError("candidate file %s does not exist (py:%s)" % (where, spec))
-        target = _load_file(where)
-    else:
-        if "" not in sys.path and os.getcwd() not in sys.path:
-            sys.path.insert(0, os.getcwd())
-        target = importlib.import_module(where)
-    for part in function.split("."):
-        if not hasattr(target, part):
-            raise ValueError("%s has no attribute %s (py:%s)" % (where, function, spec))
-        target = getattr(target, part)
-    if not callable(target):
-        raise ValueError("%s:%s is a %s, not a callable" % (where, function, type(target).__name__))
-    return target
-
-
-def offered_stages(candidate):
-    """FUNCTION.stages (names or name prefixes such as "v41"), else every stage."""
-    declared = getattr(candidate, "stages", None)
-    if declared is None:
-        return list(STAGES)
-    if isinstance(declared, str):
-        declared = [s for s in declared.split(",") if s]
-    offered = []
-    for item in declared:
-        matches = [s for s in STAGES if s == item or s.startswith(item + ".") or s.startswith(item)]
-        if not matches:
-            raise ValueError("candidate.stages names '%s', which is no stage (stages: %s)" % (item, ", ".join(STAGES)))
-        offered += [s for s in matches if s not in offered]
-    return offered
 
 
 class _Worker:

@@ -9,6 +9,7 @@ import tempfile
 import numpy as np
 
 from . import _lib
+from ._candidate import candidate_spec
 from ._lib import lib, Error
 from .bf16 import torch_to_bf16
 
@@ -361,7 +362,6 @@ def repro_command(candidate, policy, path):
     this interpreter (whose python -m kvcmp also runs the candidate)."""
     import shlex
     import sys
-    from .fuzzing import candidate_spec
     try:
         spec = candidate_spec(candidate) if candidate is not None else "py:FILE.py:FUNCTION"
     except ValueError:

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 
+from ._candidate import candidate_spec, offered_stages
 from ._lib import LIB_PATH
 
 # The options of `kvcmp fuzz` that fuzz() passes through, by keyword.
@@ -30,27 +31,6 @@ _OPTIONS = {"seed": "--seed", "cases": "--cases", "seconds": "--seconds", "stage
 def interpreter_command():
     """How this interpreter runs kvcmp: [sys.executable, "-m", "kvcmp"]."""
     return [sys.executable, "-m", "kvcmp"]
-
-
-def candidate_spec(candidate):
-    """The --candidate of a callable: py:FILE.py:FUNCTION for one defined in
-    a script or a top-level module (a path resolves from any shell),
-    py:MODULE:FUNCTION for one inside a package.  Strings pass through
-    ("opt", "lib.so", "py:..."); "module:function" gains the py: prefix."""
-    if isinstance(candidate, str):
-        if candidate in ("opt", "opt-avx512", "opt-avx2", "ref", "optimized", "reference") or candidate.startswith("py:") or ".so" in candidate:
-            return candidate
-        return "py:" + candidate
-    qualname = getattr(candidate, "__qualname__", None) or getattr(candidate, "__name__", None)
-    module_name = getattr(candidate, "__module__", None)
-    if not qualname or not module_name or "<" in qualname:
-        raise ValueError("kvcmp.fuzz needs a candidate defined at the top level of a module or script (a worker process "
-                         "imports it by name); %r is not" % (candidate,))
-    module = sys.modules.get(module_name)
-    path = getattr(module, "__file__", None)
-    if path and (module_name == "__main__" or "." not in module_name or module_name.startswith("kvcmp_candidate_")):
-        return "py:%s:%s" % (os.path.abspath(path), qualname)
-    return "py:%s:%s" % (module_name, qualname)
 
 
 def worker_environment():
@@ -206,7 +186,6 @@ def stages_of(candidate):
     change how kvcmp judges it.  Raises ValueError when it cannot be
     loaded or is not a Python candidate."""
     if not isinstance(candidate, str):
-        from ._worker import offered_stages
         return offered_stages(candidate)
     spec = candidate_spec(candidate)
     if not spec.startswith("py:"):
@@ -215,7 +194,7 @@ def stages_of(candidate):
     with tempfile.TemporaryDirectory(prefix="kvcmp-stages-") as scratch:
         answer = os.path.join(scratch, "stages.json")
         code = ("import json, sys\n"
-                "from kvcmp._worker import offered_stages, resolve\n"
+                "from kvcmp._candidate import offered_stages, resolve\n"
                 "stages = offered_stages(resolve(sys.argv[1]))\n"
                 "with open(sys.argv[2], 'w') as f:\n"
                 "    json.dump(stages, f)\n")

@@ -1,4 +1,4 @@
-/* The catalogue of deviations (reference/deviations.c), the diagnosis of
+/* The catalogue of deviations (harness/diagnose/deviations.c), the diagnosis of
  * a failing case (harness/diagnose/diagnose.c) and the signatures it
  * names (harness/fuzz/signature_list.c).
  *

@@ -10,6 +10,7 @@
 #include "kvcmp/layout.h"
 #include "kvcmp/reference.h"
 #include "kvcmp/reference_steps.h"
+#include "reference/steps.h"
 
 static uint32_t bits(float x) { return kvc_f32_bits(x); }
 
@@ -378,4 +379,35 @@ Test(reference_v41, plain_insert_passes_nope_dims_and_canonicalises_nan) {
     cr_assert_eq(ref_v41_rope_plain_insert(&a, &err), KVC_OK, "%s", err.message);
     for (int d = 0; d < 448; d++) cr_assert_eq(cache[512 + d], d == 3 ? 0x7FC0 : latent[d], "dim %d", d);
     for (int d = 0; d < 512; d++) cr_assert_eq(cache[d], 0, "row 0 untouched");
+}
+
+/* ---- the step table (reference/steps.h) ------------------------------------ */
+
+static void bf16_all_ones(const float *x, uint16_t *bf16, int n) {
+    (void)x;
+    for (int i = 0; i < n; i++) bf16[i] = 0xFFFF;
+}
+
+Test(reference_steps, a_stage_calls_the_steps_of_the_table_installed_for_its_thread) {
+    uint16_t latent[512];
+    for (int d = 0; d < 512; d++) latent[d] = (uint16_t)(0x3F00 + d);
+    float cos_sin[64];
+    for (int i = 0; i < 32; i++) { cos_sin[i] = 1.0f; cos_sin[32 + i] = 0.0f; }
+    uint16_t cache[2 * 512];
+    memset(cache, 0, sizeof cache);
+    int64_t positions[1] = {0}, slots[1] = {1};
+    kvc_v41_insert_args a = {1, 1, KVC_CACHE_BF16, latent, positions, slots, cos_sin, 1, {cache, 1, 2, 2048, 2048}, 0};
+    kvc_error err;
+    cr_assert_eq(ref_steps_in_use(), &ref_contract_steps);
+    ref_steps variant = ref_contract_steps;
+    variant.bf16_row = bf16_all_ones;
+    cr_assert_eq(ref_use_steps(&variant), &ref_contract_steps);
+    int rc = ref_v41_rope_plain_insert(&a, &err);
+    cr_expect_eq(ref_use_steps(&ref_contract_steps), &variant);
+    cr_assert_eq(rc, KVC_OK, "%s", err.message);
+    for (int d = 0; d < 512; d++) cr_assert_eq(cache[512 + d], 0xFFFF, "dim %d: the installed table rounds", d);
+    /* Back on the contract's: RoPE at cos 1, sin 0 keeps every value. */
+    cr_expect_eq(ref_steps_in_use(), &ref_contract_steps);
+    cr_assert_eq(ref_v41_rope_plain_insert(&a, &err), KVC_OK, "%s", err.message);
+    for (int d = 0; d < 512; d++) cr_assert_eq(cache[512 + d], latent[d], "dim %d", d);
 }

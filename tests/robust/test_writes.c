@@ -9,7 +9,7 @@
 #include "tests/robust/robust_support.h"
 
 #include "common/atomic_file.h"
-#include "harness/bench/bench.h"
+#include "harness/bench/output.h"
 #include "harness/report/junit.h"
 #include "harness/report/report.h"
 #include "harness/report/run_info.h"

@@ -1,19 +1,14 @@
 /* The catalogue of deviations (include/kvcmp/deviations.h): bugs kernel
- * authors write, each a switch that the reference's steps consult.  With
- * no deviation active (the default) every switch is off and the
- * reference is the contract; a variant backend turns one on for the
- * calls it makes (a diagnosis up to four), so a variant is the same
- * step functions with one step done the wrong way, never a copy.
+ * authors write, each a wrong version of one or a few of the reference's
+ * steps (reference/steps.h).  A deviation's variant is the reference's
+ * step table with the steps it varies replaced by the wrong versions
+ * (harness/diagnose/deviations.c), the rest of every stage the
+ * reference's own: never a copy of the reference.  A diagnosis composes
+ * up to four; the reference itself knows none of them.
  *
  * X(ID, name, SPEC.md place, what the variant does, in SPEC.md's terms). */
-#ifndef KVCMP_REFERENCE_DEVIATIONS_H
-#define KVCMP_REFERENCE_DEVIATIONS_H
-
-#include <stdint.h>
-
-#include "kvcmp/formats.h"
-#include "kvcmp/kvcmp.h"
-#include "kvcmp/validate.h"
+#ifndef KVCMP_HARNESS_DEVIATIONS_H
+#define KVCMP_HARNESS_DEVIATIONS_H
 
 #define KVC_DEVIATION_LIST(X)                                                                                                      \
     X(WINDOW_EARLY, "window-starts-early", "SPEC 4.2 window",                                                                      \
@@ -107,61 +102,9 @@ typedef enum {
     KVC_DEV_END
 } kvc_deviation_id;
 
-/* The deviations the calling thread's reference applies, packed from
- * slot 0 (KVC_DEV_NONE after the last); set only around a variant's
- * calls (kvc_deviation_activate_set).  As many slots as an explanation
- * has members (KVC_DIAGNOSIS_DEPTH). */
-#define REF_DEVIATION_SLOTS 4
-extern _Thread_local kvc_deviation_id ref_active_deviations[REF_DEVIATION_SLOTS];
-
-/* Called in the reference's inner loops: with no deviation on (the
- * contract) one load and one test. */
-static inline int ref_deviates(kvc_deviation_id d) {
-    const kvc_deviation_id *on = ref_active_deviations;
-    return on[0] != KVC_DEV_NONE && (on[0] == d || on[1] == d || on[2] == d || on[3] == d);
-}
-/* 1 when any deviation is active: the format steps check this first. */
-static inline int ref_deviating(void) { return ref_active_deviations[0] != KVC_DEV_NONE; }
-
-/* The deviating versions of the steps (reference/deviations.c); the
- * reference calls them only when ref_deviating(), and each returns the
- * contract's value (passed in where it has one) when none of its
- * deviations is active. */
-uint16_t ref_deviant_bf16(float x);
-uint8_t ref_deviant_fp8_code(float x);
-float ref_deviant_exp(float x);
-float ref_deviant_window_max(const float *window_score, int entries, float contract);
-void ref_deviant_window(const float **window_kv, const float **window_score, int entries);
-int64_t ref_deviant_window_position(const kvc_v4_compress_args *a, int64_t req, int64_t q, int64_t p);
-float ref_deviant_sum_of_squares(const float *v, int n, float contract);
-float ref_deviant_inverse_rms(float sum_of_squares, int head_dim, float eps, float contract);
-void ref_deviant_rope_halves(float *rope_dims, const float *cos_sin_row);
-kvc_block_scale ref_deviant_block_scale(const float *y, int n, kvc_block_scale contract);
-uint8_t ref_deviant_plain_fp8(float x, uint16_t rounded, float scale, float inverse_scale);
-int ref_deviant_v4_compress(const kvc_v4_compress_args *a, kvc_error *err);
-float ref_deviant_canonical_f32(float x);
-float ref_deviant_reciprocal(float scale, float contract);
-void ref_deviant_rotate_nope(float *x);
-int ref_deviant_insert_token_in_bounds(const kvc_v41_insert_args *a, int64_t t);
-int ref_deviant_compress_token_in_bounds(const kvc_v4_compress_args *a, int64_t t);
-int ref_deviant_positions_v4_save(const kvc_v4_save_args *a, kvc_error *err);
-int ref_deviant_positions_v4_compress(const kvc_v4_compress_args *a, kvc_error *err);
-int ref_deviant_positions_v41_norm(const kvc_v41_norm_args *a, kvc_error *err);
-int ref_deviant_positions_v41_insert(const kvc_v41_insert_args *a, int quant, kvc_error *err);
-
-/* bf16(x) (SPEC.md 1) as the reference rounds it. */
-static inline uint16_t ref_bf16(float x) { return ref_deviating() ? ref_deviant_bf16(x) : kvc_bf16_from_f32(x); }
-/* A computed fp32 value as written: NaN canonical (SPEC.md 1). */
-static inline float ref_canonical_f32(float x) { return ref_deviating() ? ref_deviant_canonical_f32(x) : kvc_canonical_f32(x); }
-/* Whether the token at position p closes its group (SPEC.md 2). */
-static inline int ref_closes(int64_t p, int32_t ratio) {
-    return ref_deviates(KVC_DEV_CLOSING_OFF_BY_ONE) ? p % ratio == 0 : kvc_is_closing(p, ratio);
-}
-/* The dims step 7 rotates: the last 64 of a head_dim-wide row. */
-static inline float *ref_rope_dims(float *x, int head_dim) { return ref_deviates(KVC_DEV_ROPE_ON_NOPE) ? x : x + head_dim - KVC_ROPE_DIMS; }
-/* fp8(clamp(x, -448, 448)) (SPEC.md 1) as the reference stores it. */
-static inline uint8_t ref_fp8_code(float x) {
-    return ref_deviating() ? ref_deviant_fp8_code(x) : kvc_fp8_from_f32(kvc_clamp_fp8_range(x));
-}
+/* exp(x) (SPEC.md 1) as the deviations active on the calling thread
+ * compute it in steps 1-3 (the correctly rounded one when none of the
+ * exp deviations is). */
+float kvc_deviation_exp(float x);
 
 #endif
