@@ -118,23 +118,23 @@ deps-python:
 define kernel_rules
 $(BUILD)/obj/optimized/$(1)/%.o: optimized/%.c
 	@mkdir -p $$(dir $$@)
-	$$(Q)$$(call say,CC,$$<[$(1)])$$(CC) $$(STD_FLAGS) $$(OPT_FLAGS) -fPIC $$(INCLUDES) $$(ISA_FLAGS_$(1)) -MMD -c $$< -o $$@
+	$$(Q)$$(call say,CC,$$<[$(1)])$$(CC) $$(STD_FLAGS) $$(OPT_FLAGS) -fPIC $$(INCLUDES) $$(ISA_FLAGS_$(1)) -MMD -MP -c $$< -o $$@
 $(BUILD)/asan/optimized/$(1)/%.o: optimized/%.c
 	@mkdir -p $$(dir $$@)
-	$$(Q)$$(call say,CC,$$<[$(1)])$$(CC) $$(STD_FLAGS) $$(TEST_OPT_FLAGS) $$(SANITIZE) $$(INCLUDES) $$(ISA_FLAGS_$(1)) -MMD -c $$< -o $$@
+	$$(Q)$$(call say,CC,$$<[$(1)])$$(CC) $$(STD_FLAGS) $$(TEST_OPT_FLAGS) $$(SANITIZE) $$(INCLUDES) $$(ISA_FLAGS_$(1)) -MMD -MP -c $$< -o $$@
 endef
 $(foreach isa,$(OPT_ISAS),$(eval $(call kernel_rules,$(isa))))
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(Q)$(call say,CC,$<)$(CC) $(STD_FLAGS) $(OPT_FLAGS) -fPIC $(INCLUDES) -MMD -c $< -o $@
+	$(Q)$(call say,CC,$<)$(CC) $(STD_FLAGS) $(OPT_FLAGS) -fPIC $(INCLUDES) -MMD -MP -c $< -o $@
 # The exhaustive 2^32 loops of the format tests are pure arithmetic that
 # the sanitizers cannot improve on; they build optimised to stay fast.
 $(BUILD)/asan/tests/formats/test_formats.o: tests/formats/test_formats.c
 	@mkdir -p $(dir $@)
-	$(Q)$(call say,CC,$<)$(CC) $(STD_FLAGS) -O2 $(INCLUDES) -MMD -c $< -o $@
+	$(Q)$(call say,CC,$<)$(CC) $(STD_FLAGS) -O2 $(INCLUDES) -MMD -MP -c $< -o $@
 $(BUILD)/asan/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(Q)$(call say,CC,$<)$(CC) $(STD_FLAGS) $(TEST_OPT_FLAGS) $(SANITIZE) $(INCLUDES) -MMD -c $< -o $@
+	$(Q)$(call say,CC,$<)$(CC) $(STD_FLAGS) $(TEST_OPT_FLAGS) $(SANITIZE) $(INCLUDES) -MMD -MP -c $< -o $@
 
 # The library.  The shared one exports only what include/kvcmp/ declares
 # (tools/export_map.sh writes the version script from the headers).
