@@ -1,5 +1,6 @@
 /* A campaign's failures by signature: see signature_list.h. */
 #include "harness/fuzz/signature_list.h"
+#include "harness/fuzz/name_list.h"
 #include "harness/replay/replay.h"
 
 #include <stdlib.h>
@@ -89,7 +90,6 @@ void kvc_signature_root_key(const kvc_signature_entry *e, char *out, size_t size
     else snprintf(out, size, "%s | %s: %s%s", s->stage, s->check, s->cause[0] ? s->cause : s->regions, s->rejected_input ? " | rejected input" : "");
 }
 
-static int share_an_item(const char *a, const char *b, char sep);
 
 int kvc_signature_list_root_causes(const kvc_signature_list *list, int *root) {
     int n = list->count, roots = 0;
@@ -110,7 +110,7 @@ int kvc_signature_list_root_causes(const kvc_signature_list *list, int *root) {
             const kvc_signature_entry *o = &list->entries[j];
             if (o->group != j) continue;
             int same = e->signature.explained_by[0] ? o->signature.explained_by[0] &&
-                                                          share_an_item(e->signature.explained_by, o->signature.explained_by, ',')
+                                                          names_share(e->signature.explained_by, o->signature.explained_by, ',')
                                                     : !o->signature.explained_by[0] && strcmp(keys[i], keys[j]) == 0;
             if (!same) continue;
             int a = i, b = j;
@@ -149,55 +149,6 @@ void kvc_signature_list_compact(kvc_signature_list *list) {
     list->count = kept;
 }
 
-/* The next item of a sep-separated list at *p, into item; 0 at the end. */
-static int next_item(const char **p, char sep, char *item, size_t size) {
-    if (!**p) return 0;
-    size_t len = strcspn(*p, (char[]){sep, 0});
-    snprintf(item, size, "%.*s", (int)len, *p);
-    *p += len + ((*p)[len] == sep);
-    return 1;
-}
-
-/* 1 when the sep-separated list holds the item. */
-static int list_has(const char *list, const char *item, char sep) {
-    char x[200];
-    for (const char *p = list; next_item(&p, sep, x, sizeof x);)
-        if (strcmp(x, item) == 0) return 1;
-    return 0;
-}
-
-static int share_an_item(const char *a, const char *b, char sep) {
-    char x[200];
-    for (const char *p = a; next_item(&p, sep, x, sizeof x);)
-        if (list_has(b, x, sep)) return 1;
-    return 0;
-}
-
-static void list_append(char *into, size_t size, const char *item, char sep) {
-    size_t n = strlen(into);
-    if (n + strlen(item) + 2 <= size) snprintf(into + n, size - n, "%s%s", n ? (char[]){sep, 0} : "", item);
-}
-
-/* into += the items of `more` it lacks. */
-static void list_union(char *into, size_t size, const char *more, char sep) {
-    char item[200];
-    for (const char *p = more; next_item(&p, sep, item, sizeof item);)
-        if (!list_has(into, item, sep)) list_append(into, size, item, sep);
-}
-
-/* into = the items of into that `other` also has; 0 when none is left
- * (into unchanged). */
-static int list_intersect(char *into, size_t size, const char *other, char sep) {
-    char kept[200] = "", item[200];
-    for (const char *p = into; next_item(&p, sep, item, sizeof item);)
-        if (list_has(other, item, sep)) list_append(kept, sizeof kept, item, sep);
-    if (!kept[0]) return 0;
-    /* Items of into: it holds them. */
-    size_t n = strlen(kept);
-    if (n < size) memcpy(into, kept, n + 1);
-    return 1;
-}
-
 /* "explained by NAMES" while explained, else the byte-class key. */
 static void explained_key(kvc_signature_entry *e) {
     if (e->signature.explained_by[0]) snprintf(e->signature.key, sizeof e->signature.key, "explained by %s", e->signature.explained_by);
@@ -207,15 +158,16 @@ static void explained_key(kvc_signature_entry *e) {
 /* The names of `names` that `kept` lacks become refuted. */
 static void refute_missing(kvc_signature_entry *e, const char *names, const char *kept) {
     char item[200];
-    for (const char *p = names; next_item(&p, ',', item, sizeof item);)
-        if (!list_has(kept, item, ',')) list_append(e->signature.refuted, sizeof e->signature.refuted, item, ',');
+    for (const char *p = names; names_next(&p, ',', item, sizeof item);)
+        if (!names_has(kept, item, ',') && !names_has(e->signature.refuted, item, ','))
+            names_append(e->signature.refuted, sizeof e->signature.refuted, item, ',');
 }
 
 /* e's explanation narrowed to the names `other` also proved: the rest are refuted. */
 static void narrow(kvc_signature_entry *e, const char *other) {
     char kept[sizeof e->signature.explained_by] = "", item[200];
-    for (const char *p = e->signature.explained_by; next_item(&p, ',', item, sizeof item);)
-        if (list_has(other, item, ',')) list_append(kept, sizeof kept, item, ',');
+    for (const char *p = e->signature.explained_by; names_next(&p, ',', item, sizeof item);)
+        if (names_has(other, item, ',')) names_append(kept, sizeof kept, item, ',');
     refute_missing(e, e->signature.explained_by, kept);
     refute_missing(e, other, kept);
     snprintf(e->signature.explained_by, sizeof e->signature.explained_by, "%s", kept);
@@ -243,9 +195,9 @@ static void merge(kvc_signature_list *list, kvc_signature_entry *keep, kvc_signa
         drop->saved_dirs = NULL;
         drop->num_saved = 0;
     }
-    list_union(keep->stages, sizeof keep->stages, drop->stages, '+');
-    list_union(keep->signature.regions, sizeof keep->signature.regions, drop->signature.regions, '+');
-    list_union(keep->signature.refuted, sizeof keep->signature.refuted, drop->signature.refuted, ',');
+    names_union(keep->stages, sizeof keep->stages, drop->stages, '+');
+    names_union(keep->signature.regions, sizeof keep->signature.regions, drop->signature.regions, '+');
+    names_union(keep->signature.refuted, sizeof keep->signature.refuted, drop->signature.refuted, ',');
     narrow(keep, drop->signature.explained_by);
     kvc_locus_add(&keep->locus, &drop->locus);
     keep->proof_failing += drop->proof_failing;
@@ -273,7 +225,7 @@ void kvc_signature_list_explain(kvc_signature_list *list, const char *key, const
         return;
     }
     e->proof_failing += diagnosed->proof_cases;
-    list_union(e->signature.refuted, sizeof e->signature.refuted, diagnosed->refuted, ',');
+    names_union(e->signature.refuted, sizeof e->signature.refuted, diagnosed->refuted, ',');
     if (!e->signature.diagnosed) {
         e->signature.diagnosed = 1;
         snprintf(e->signature.explained_by, sizeof e->signature.explained_by, "%s", diagnosed->explained_by);
@@ -282,8 +234,8 @@ void kvc_signature_list_explain(kvc_signature_list *list, const char *key, const
     }
     /* A name proven on one failure and refuted on another stays refuted. */
     char kept[sizeof e->signature.explained_by] = "", item[200];
-    for (const char *p = e->signature.explained_by; next_item(&p, ',', item, sizeof item);)
-        if (!list_has(e->signature.refuted, item, ',')) list_append(kept, sizeof kept, item, ',');
+    for (const char *p = e->signature.explained_by; names_next(&p, ',', item, sizeof item);)
+        if (!names_has(e->signature.refuted, item, ',')) names_append(kept, sizeof kept, item, ',');
     snprintf(e->signature.explained_by, sizeof e->signature.explained_by, "%s", kept);
     explained_key(e);
 }
@@ -350,10 +302,10 @@ static void prove_on_passing(kvc_signature_list *list, kvc_signature_entry *e, c
                 kvc_run_result contract;
                 kvc_run_case(&kvc_reference_backend, &g.c, &options, &contract);
                 char kept[sizeof names] = "";
-                for (const char *p = names; next_item(&p, ',', item, sizeof item);) {
+                for (const char *p = names; names_next(&p, ',', item, sizeof item);) {
                     int set[KVC_DIAGNOSIS_DEPTH], size = kvc_explanation_parse(item, set);
-                    if (size > 0 && kvc_explanation_holds(&g.c, &options, &contract, set, size)) list_append(kept, sizeof kept, item, ',');
-                    else list_append(e->signature.refuted, sizeof e->signature.refuted, item, ',');
+                    if (size > 0 && kvc_explanation_holds(&g.c, &options, &contract, set, size)) names_append(kept, sizeof kept, item, ',');
+                    else if (!names_has(e->signature.refuted, item, ',')) names_append(e->signature.refuted, sizeof e->signature.refuted, item, ',');
                 }
                 snprintf(names, sizeof names, "%s", kept);
                 e->passing_checked[v] |= (uint8_t)(1u << k);
@@ -378,7 +330,7 @@ static void group_and_fold(kvc_signature_list *list) {
             if (other->group != j || !other->signature.explained_by[0]) continue;
             char shared[sizeof e->signature.explained_by];
             snprintf(shared, sizeof shared, "%s", other->signature.explained_by);
-            if (!list_intersect(shared, sizeof shared, e->signature.explained_by, ',')) continue;
+            if (!names_intersect(shared, sizeof shared, e->signature.explained_by, ',')) continue;
             merge(list, other, e);
             break;
         }
@@ -390,8 +342,8 @@ static cJSON *diagnosis_json(const kvc_signature_entry *e) {
     cJSON *d = cJSON_CreateObject(), *names = cJSON_AddArrayToObject(d, "explained_by"), *refuted = cJSON_AddArrayToObject(d, "refuted");
     char item[200];
     cJSON_AddStringToObject(d, "signature", e->signature.key);
-    for (const char *p = e->signature.explained_by; next_item(&p, ',', item, sizeof item);) cJSON_AddItemToArray(names, cJSON_CreateString(item));
-    for (const char *p = e->signature.refuted; next_item(&p, ',', item, sizeof item);) cJSON_AddItemToArray(refuted, cJSON_CreateString(item));
+    for (const char *p = e->signature.explained_by; names_next(&p, ',', item, sizeof item);) cJSON_AddItemToArray(names, cJSON_CreateString(item));
+    for (const char *p = e->signature.refuted; names_next(&p, ',', item, sizeof item);) cJSON_AddItemToArray(refuted, cJSON_CreateString(item));
     cJSON_AddNumberToObject(d, "failing_cases_checked", (double)e->proof_failing);
     cJSON_AddNumberToObject(d, "passing_cases_checked", (double)e->proof_passing);
     return d;
@@ -451,21 +403,6 @@ void kvc_signature_list_prove(kvc_signature_list *list, const kvc_gen_config *ge
     list->proven = 1;
 }
 
-void kvc_explanation_text(const char *explained_by, char *out, size_t size) {
-    char item[200], name[100];
-    out[0] = 0;
-    for (const char *p = explained_by; next_item(&p, ',', item, sizeof item);) {
-        /* A pair "a+b": the SPEC place of each. */
-        char spec[200] = "";
-        for (const char *q = item; next_item(&q, '+', name, sizeof name);) {
-            const char *where = kvc_deviation_spec(kvc_deviation_find(name));
-            list_append(spec, sizeof spec, where ? where : "?", ';');
-        }
-        size_t n = strlen(out);
-        snprintf(out + n, size - n, "%s%s (%s)", n ? ", " : "", item, spec);
-    }
-}
-
 void kvc_signature_list_saved(kvc_signature_entry *e, int64_t index, int64_t tokens, const char *dir, const char *repro) {
     char **grown = dir[0] ? realloc(e->saved_dirs, (size_t)(e->num_saved + 1) * sizeof *grown) : NULL;
     if (grown) {
@@ -477,132 +414,6 @@ void kvc_signature_list_saved(kvc_signature_entry *e, int64_t index, int64_t tok
     e->minimal_tokens = tokens;
     snprintf(e->minimal_saved, sizeof e->minimal_saved, "%s", dir);
     snprintf(e->minimal_repro, sizeof e->minimal_repro, "%s", repro);
-}
-
-void kvc_signature_entry_text(int number, const kvc_signature_entry *e, char *out, size_t size) {
-    int merged = strcmp(e->stages, e->signature.stage) != 0;
-    /* A candidate's words (an exception's class), and what kvcmp merge
-     * read from summaries (paths, commands): escaped for the terminal. */
-    char key[4 * sizeof e->signature.key], stages[4 * sizeof e->stages], regions[4 * sizeof e->signature.regions];
-    int n = snprintf(out, size, "  [%d] %s  (%lld failure%s; %s%s%sregions: %s)\n", number,
-                     kvc_escape_text(e->signature.key, key, sizeof key), (long long)e->count,
-                     e->count == 1 ? "" : "s", merged ? "stages: " : "", merged ? kvc_escape_text(e->stages, stages, sizeof stages) : "",
-                     merged ? "; " : "", e->signature.regions[0] ? kvc_escape_text(e->signature.regions, regions, sizeof regions) : "-");
-    if (n < 0 || (size_t)n >= size) return;
-    if (e->signature.diagnosed) {
-        char explanation[600], proof[160] = "";
-        kvc_explanation_text(e->signature.explained_by, explanation, sizeof explanation);
-        if (e->proof_failing || e->proof_passing)
-            snprintf(proof, sizeof proof, "; held on %lld failing case%s and %lld passing one%s", (long long)e->proof_failing,
-                     e->proof_failing == 1 ? "" : "s", (long long)e->proof_passing, e->proof_passing == 1 ? "" : "s");
-        if (explanation[0]) n += snprintf(out + n, size - (size_t)n, "      explained by: %s%s\n", explanation, proof);
-        else n += snprintf(out + n, size - (size_t)n, "      unexplained: no deviation of the catalogue (include/kvcmp/deviations.h), alone or "
-                                                      "composed (up to 4), writes these bytes on every case checked%s\n",
-                           e->unproven ? " (some failures could not be diagnosed)" : "");
-        if ((size_t)n >= size) return;
-        int64_t checked = e->proof_failing + e->proof_passing;
-        if (e->from_summaries && !explanation[0] && e->proof_held < checked)
-            n += snprintf(out + n, size - (size_t)n, "      proof across the summaries merged: held on %lld of the %lld cases checked\n",
-                          (long long)e->proof_held, (long long)checked);
-        if ((size_t)n >= size) return;
-        if (e->signature.refuted[0]) {
-            char refuted[600];
-            kvc_explanation_text(e->signature.refuted, refuted, sizeof refuted);
-            n += snprintf(out + n, size - (size_t)n, "      refuted: %s: each wrote the candidate's bytes on one case and not on another\n", refuted);
-            if ((size_t)n >= size) return;
-        }
-    }
-    if (e->locus.cases) {
-        char where[900];
-        kvc_locus_text(&e->locus, e->signature.stage, where, sizeof where);
-        if (where[0]) n += snprintf(out + n, size - (size_t)n, "      where: %s\n", where);
-        if ((size_t)n >= size) return;
-    }
-    char first[4 * sizeof e->first_repro], saved[4 * sizeof e->minimal_saved], repro[4 * sizeof e->minimal_repro];
-    n += snprintf(out + n, size - (size_t)n, "      first: case %lld  __REPRO: %s\n", (long long)e->first_case,
-                  kvc_escape_text(e->first_repro, first, sizeof first));
-    if ((size_t)n >= size) return;
-    if (e->minimal_case >= 0)
-        snprintf(out + n, size - (size_t)n, "      minimal: case %lld, %lld token%s, %s\n      __REPRO: %s\n", (long long)e->minimal_case,
-                 (long long)e->minimal_tokens, e->minimal_tokens == 1 ? "" : "s", kvc_escape_text(e->minimal_saved, saved, sizeof saved),
-                 kvc_escape_text(e->minimal_repro, repro, sizeof repro));
-    else snprintf(out + n, size - (size_t)n, "      minimal: none saved\n");
-}
-
-void kvc_signature_list_print(FILE *f, const kvc_signature_list *list) {
-    if (!list->count) return;
-    fprintf(f, "distinct failures (signatures): %d\n", kvc_signature_list_distinct(list));
-    if (list->proven)
-        fprintf(f, "explanations are proven: a deviation names a signature only if, planted alone, it writes the candidate's bytes on "
-                   "each failure kept (the first %d of each byte class, before and after shrinking) and the contract's on up to %d "
-                   "passing cases per variant of its stages\n",
-                list->kept_per_signature, KVC_PASSING_SAMPLE);
-    for (int i = 0, number = 0; i < list->count; i++) {
-        if (list->entries[i].group != i) continue;
-        char text[KVC_SIGNATURE_TEXT];
-        kvc_signature_entry_text(++number, &list->entries[i], text, sizeof text);
-        fputs(text, f);
-    }
-}
-
-/* ["bf16-half-away", "a+b"] of an explained_by list. */
-static cJSON *explained_json(const char *explained_by) {
-    cJSON *array = cJSON_CreateArray();
-    char item[200];
-    for (const char *p = explained_by; next_item(&p, ',', item, sizeof item);) cJSON_AddItemToArray(array, cJSON_CreateString(item));
-    return array;
-}
-
-cJSON *kvc_signature_list_json(const kvc_signature_list *list) {
-    cJSON *array = cJSON_CreateArray();
-    int *root = calloc((size_t)(list->count ? list->count : 1), sizeof *root);
-    if (root) kvc_signature_list_root_causes(list, root);
-    for (int i = 0; i < list->count; i++) {
-        const kvc_signature_entry *e = &list->entries[i];
-        if (e->group != i) continue;
-        cJSON *item = cJSON_CreateObject();
-        cJSON_AddStringToObject(item, "signature", e->signature.key);
-        /* What kvcmp merge matches signatures of shards by. */
-        cJSON_AddStringToObject(item, "byte_class", e->raw_key);
-        if (root) cJSON_AddNumberToObject(item, "root_cause", root[i]);
-        cJSON_AddStringToObject(item, "stage", e->signature.stage);
-        cJSON_AddStringToObject(item, "stages", e->stages);
-        cJSON_AddStringToObject(item, "check", e->signature.check);
-        cJSON_AddStringToObject(item, "regions", e->signature.regions);
-        cJSON_AddStringToObject(item, "cause", e->signature.cause);
-        cJSON_AddItemToObject(item, "explained_by", explained_json(e->signature.explained_by));
-        cJSON_AddBoolToObject(item, "diagnosed", e->signature.diagnosed);
-        cJSON_AddStringToObject(item, "input", e->signature.rejected_input ? "rejected by the contract" : "valid");
-        if (e->signature.diagnosed) {
-            /* On how many cases the explanation was checked, and held. */
-            cJSON *proof = cJSON_AddObjectToObject(item, "explanation_proof");
-            int64_t checked = e->proof_failing + e->proof_passing;
-            cJSON_AddNumberToObject(proof, "failing_cases_checked", (double)e->proof_failing);
-            cJSON_AddNumberToObject(proof, "passing_cases_checked", (double)e->proof_passing);
-            cJSON_AddNumberToObject(proof, "cases_checked", (double)checked);
-            /* Read from summaries: what held there, summed (an entry whose
-             * explanation failed in one is unexplained, kvc_signature_list_settle). */
-            int64_t held = e->from_summaries ? e->proof_held : e->signature.explained_by[0] ? checked : 0;
-            cJSON_AddNumberToObject(proof, "cases_held", (double)held);
-            cJSON_AddNumberToObject(proof, "failures_not_diagnosed", e->unproven);
-            cJSON_AddItemToObject(proof, "refuted", explained_json(e->signature.refuted));
-        }
-        if (e->locus.cases) cJSON_AddItemToObject(item, "where", kvc_locus_json(&e->locus, e->signature.stage));
-        cJSON_AddNumberToObject(item, "count", (double)e->count);
-        cJSON_AddNumberToObject(item, "first_case", (double)e->first_case);
-        cJSON_AddStringToObject(item, "first_repro", e->first_repro);
-        if (e->minimal_case >= 0) {
-            cJSON_AddNumberToObject(item, "minimal_case", (double)e->minimal_case);
-            cJSON_AddNumberToObject(item, "minimal_tokens", (double)e->minimal_tokens);
-            cJSON_AddStringToObject(item, "minimal_saved", e->minimal_saved);
-            cJSON_AddStringToObject(item, "minimal_repro", e->minimal_repro);
-        } else {
-            cJSON_AddNullToObject(item, "minimal_case");
-        }
-        cJSON_AddItemToArray(array, item);
-    }
-    free(root);
-    return array;
 }
 
 void kvc_signature_list_free(kvc_signature_list *list) {
