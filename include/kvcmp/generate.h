@@ -129,6 +129,8 @@ typedef struct {
     unsigned dimensions;     /* KVC_DIM_* bits */
     const char *rule;        /* the validation rule the corruption targets, or NULL */
     unsigned edges;          /* KVC_EDGE_* bits: the bounds the case holds */
+    int geometry_slot;       /* with a geometry pool: 1 + the slot (of geometry_pool)
+                                that fixed its page rows; 0 without */
 } kvc_gen_case;
 
 /* Case `index` of the campaign (stream `index` of the seed). */
