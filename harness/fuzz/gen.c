@@ -396,6 +396,7 @@ void put_cos_sin(gen *g) {
     int64_t needed = rows, drawn = rows + kvc_rng_range(g->r, 0, 2 * g->ratio);
     /* With the pool: the tier's rows, those past the drawn ones filler. */
     rows = g->geometry_pool > 0 ? pooled(g, Q_COS_ROWS, needed, 1) : drawn;
+    g->drawn_cos_rows = drawn;
     float *cos_sin = tensor(g, "cos_sin", KVC_DT_F4, 2, rows, 64, 0);
     if (kvc_rng_chance(g->r, 1, 10)) {   /* the identity rotation */
         for (int64_t i = 0; i < rows; i++)

@@ -57,6 +57,8 @@ typedef struct {
     int geometry_slot;       /* with the pool: the case's slot, which fixes its page rows */
     int tier;                /* with the pool: the case's size tier (pool_tier) */
     int forward;             /* a V4.1 norm case of a forward (gen_v41_norm) */
+    int64_t drawn_columns;   /* with the pool: the block-table columns and cos_sin */
+    int64_t drawn_cos_rows;  /* rows drawn as without it (the corruptions' range) */
 } gen;
 
 /* Sizes a geometry pool rounds up (pooled): block-table columns, state

@@ -36,6 +36,7 @@ void gen_v4(gen *g) {
         int64_t needs[] = {rows_for(pages_needed, bs), rows_for(columns_needed, bs), closing_upper(g), cos_rows_upper(g)};
         pool_tier(g, which, needs, g->stage == KVC_STAGE_V4_SAVE_PARTIAL_STATES ? 1 : 4);
         num_pages = pooled(g, Q_STATE_PAGES, pages_needed, bs);
+        g->drawn_columns = max_blocks;
         if (g->stage != KVC_STAGE_V4_SAVE_PARTIAL_STATES) max_blocks = pooled(g, Q_COLUMNS, columns_needed, bs);
     }
     int64_t *pool = malloc((size_t)num_pages * sizeof *pool);
