@@ -65,7 +65,7 @@ typedef struct {
     int threads_given;        /* --threads: else each case draws its own */
     int invalid_per_mille;
     int metamorphic_per_mille;
-    int geometry_pool;        /* > 0: page paddings drawn from this many values */
+    int geometry_pool;        /* > 0: sizes and page paddings drawn from this many values */
     double shrink_seconds;
     kvc_child_limits limits;  /* --timeout, --rss-limit-mb */
     const char *save_dir;
