@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "harness/fuzz/geometry.h"
 #include "harness/fuzz/supervise.h"
 #include "kvcmp/validate.h"
 
@@ -433,37 +434,6 @@ static int must_restart(cJSON *reply) {
     return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "restart")) || (status && strcmp(status, "device-lost") == 0);
 }
 
-/* FNV-1a over bytes, for the geometry of a call. */
-static uint64_t mix(uint64_t h, const void *data, size_t n) {
-    const uint8_t *p = data;
-    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
-    return h;
-}
-
-/* What a JIT compiler specialises on: the stage, every tensor's name,
- * dtype, shape and strides, and the integer parameters (not eps). */
-static uint64_t geometry_of(int stage, const wire_call *c) {
-    uint64_t h = mix(0xcbf29ce484222325ull, &stage, sizeof stage);
-    for (int i = 0; i < c->n; i++) {
-        const wire_tensor *t = &c->t[i];
-        h = mix(h, t->name, strlen(t->name) + 1);
-        h = mix(h, t->dtype, strlen(t->dtype) + 1);
-        h = mix(h, &t->ndim, sizeof t->ndim);
-        h = mix(h, t->shape, sizeof t->shape);
-        h = mix(h, t->strides, sizeof t->strides);
-        int present = t->data != NULL;
-        h = mix(h, &present, sizeof present);
-    }
-    const cJSON *p;
-    cJSON_ArrayForEach(p, c->params) {
-        if (p->string && strcmp(p->string, "eps") == 0) continue;
-        h = mix(h, p->string, strlen(p->string) + 1);
-        if (cJSON_IsString(p)) h = mix(h, p->valuestring, strlen(p->valuestring) + 1);
-        else h = mix(h, &p->valuedouble, sizeof p->valuedouble);
-    }
-    return h ? h : 1;
-}
-
 /* 1 the first time this worker sees the geometry (it is remembered). */
 static int first_of_geometry(worker_process *w, uint64_t g) {
     if (w->num_geometries >= GEOMETRY_SLOTS / 2) {
@@ -487,8 +457,10 @@ static int protocol_failure(worker_process *w, int stage, kvc_error *err, const 
 }
 
 /* Sends the call to the worker (started if needed), copies the outputs
- * back (every byte, padding included) and turns the reply into a status. */
-static int call_worker(int stage, wire_call *c, const void *args, validator_fn validate, kvc_error *err) {
+ * back (every byte, padding included) and turns the reply into a status.
+ * geometry: the call's key (harness/fuzz/geometry.h), the compile
+ * allowance's unit: the campaign counts the same keys. */
+static int call_worker(int stage, wire_call *c, uint64_t geometry, const void *args, validator_fn validate, kvc_error *err) {
     worker_process *w = &bridge.w;
     char error[600];
     if (w->pid && (w->owner != getpid() || bridge.fresh_each_call)) {
@@ -507,7 +479,7 @@ static int call_worker(int stage, wire_call *c, const void *args, validator_fn v
             return kvc_fail(err, KVC_ERR_CRASHED, "%s: %s%.400s", stage_names[stage], timed_out ? "" : "no worker: ", error);
         }
     }
-    int first = first_of_geometry(w, geometry_of(stage, c));
+    int first = first_of_geometry(w, geometry);
     size_t size = 0;
     for (int i = 0; i < c->n; i++) {
         c->t[i].offset = size;
@@ -585,7 +557,7 @@ static int py_v4_save(const kvc_v4_save_args *a, kvc_error *err) {
     add(&c, "positions", "<i8", 8, a->positions, 0, 1, T, 0);
     add(&c, "slot_mapping", "<i8", 8, a->slot_mapping, 0, 1, T, 0);
     add_paged(&c, "state_cache", "<f4", 4, &a->state_cache, 1);
-    return call_worker(STAGE_SAVE, &c, a, validate_save, err);
+    return call_worker(STAGE_SAVE, &c, kvc_geometry_v4_save(a), a, validate_save, err);
 }
 
 static int py_v4_compress(const kvc_v4_compress_args *a, kvc_error *err) {
@@ -606,7 +578,7 @@ static int py_v4_compress(const kvc_v4_compress_args *a, kvc_error *err) {
     add(&c, "norm_weight", "<f4", 4, a->norm_weight, 0, 1, a->head_dim, 0);
     add(&c, "cos_sin", "<f4", 4, a->cos_sin, 0, 2, a->cos_sin_rows, 64);
     add_paged(&c, "kv_cache", "|u1", 1, &a->kv_cache, 1);
-    return call_worker(STAGE_COMPRESS, &c, a, validate_compress, err);
+    return call_worker(STAGE_COMPRESS, &c, kvc_geometry_v4_compress(a), a, validate_compress, err);
 }
 
 static int py_v41_norm(const kvc_v41_norm_args *a, kvc_error *err) {
@@ -628,7 +600,7 @@ static int py_v41_norm(const kvc_v41_norm_args *a, kvc_error *err) {
         add(&c, "query_start_loc", "<i4", 4, a->query_start_loc, 0, 1, a->num_requests + 1, 0);
         add(&c, "token_to_req", "<i4", 4, a->token_to_req, 0, 1, T, 0);
     }
-    return call_worker(STAGE_NORM, &c, a, validate_norm, err);
+    return call_worker(STAGE_NORM, &c, kvc_geometry_v41_norm(a), a, validate_norm, err);
 }
 
 static const char *cache_dtype_name(kvc_cache_dtype d) {
@@ -655,7 +627,7 @@ static int py_v41_insert(const kvc_v41_insert_args *a, kvc_error *err, int stage
     if (a->cache_dtype == KVC_CACHE_BF16) add_paged(&c, "kv_cache", "<u2", 2, &a->kv_cache, 1);
     else add_paged(&c, "kv_cache", "|u1", 1, &a->kv_cache, 1);
     if (a->cache_dtype == KVC_CACHE_FP8_E4M3) add(&c, "fp8_scale", "<f4", 4, &a->fp8_scale, 0, 1, 1, 0)->by_value = 1;
-    return call_worker(stage, &c, a, stage == STAGE_QUANT_INSERT ? validate_quant_insert : validate_plain_insert, err);
+    return call_worker(stage, &c, kvc_geometry_v41_insert(a, stage == STAGE_QUANT_INSERT), a, stage == STAGE_QUANT_INSERT ? validate_quant_insert : validate_plain_insert, err);
 }
 
 static int py_v41_quant_insert(const kvc_v41_insert_args *a, kvc_error *err) { return py_v41_insert(a, err, STAGE_QUANT_INSERT); }

@@ -41,6 +41,7 @@
 #include "harness/fuzz/signature_list.h"
 #include "harness/replay/replay.h"
 #include "harness/fuzz/dimensions.h"
+#include "harness/fuzz/geometry.h"
 
 
 #define MAX_JOBS 16
@@ -64,7 +65,7 @@ typedef struct {
     int threads_given;        /* --threads: else each case draws its own */
     int invalid_per_mille;
     int metamorphic_per_mille;
-    int geometry_pool;        /* > 0: page paddings drawn from this many values */
+    int geometry_pool;        /* > 0: sizes and page paddings drawn from this many values */
     double shrink_seconds;
     kvc_child_limits limits;  /* --timeout, --rss-limit-mb */
     const char *save_dir;
@@ -107,6 +108,9 @@ typedef struct {
     kvc_fuzz_signature signature;  /* MSG_RESULT of a failure, MSG_SAVED */
     kvc_case_coverage coverage;    /* MSG_RESULT: what the case exercised (rule NULL: see rule) */
     char rule[32];                 /* MSG_RESULT: coverage.rule by value, not a pointer */
+    int num_geometries;            /* MSG_RESULT: the candidate's distinct stage-call geometries (harness/fuzz/geometry.h) */
+    uint8_t geometry_calls[4];     /* KVC_CALL_* of each */
+    uint64_t geometries[4];        /* their keys */
 } message;
 /* One write each, never interleaved with another writer's (a candidate
  * that forked): the parent sees whole messages or a broken protocol. */
@@ -164,6 +168,7 @@ typedef struct {
     const char *stopped_by;   /* kvc_campaign_summary.stopped_by */
     kvc_signature_list signatures;
     kvc_coverage_tally coverage;
+    kvc_geometry_set geometries[KVC_CALL_COUNT];   /* distinct geometry keys per stage call */
 } campaign;
 
 typedef enum { JOB_IDLE = KVC_JOB_IDLE, JOB_RUNNING = KVC_JOB_RUNNING, JOB_SHRINKING = KVC_JOB_SHRINKING } job_phase;

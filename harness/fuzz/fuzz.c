@@ -276,6 +276,7 @@ static int run_campaign(fuzz_options *o, const kvc_backend *candidate, const cha
     }
     sigaction(SIGPIPE, &old_pipe, NULL);
     kvc_signature_list_free(&c.signatures);
+    for (int k = 0; k < KVC_CALL_COUNT; k++) kvc_geometry_set_free(&c.geometries[k]);
     return rc;
 }
 

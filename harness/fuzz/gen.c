@@ -86,15 +86,82 @@ uint64_t kvc_variant_mask(const char *list, char *bad, size_t bad_size) {
 /* ---- case assembly --------------------------------------------------- */
 
 
-/* A page size from table[n].  With a geometry pool, the draw picks one of
- * geometry_pool sizes fixed by the seed; the stream advances the same
- * either way, so every other draw of the case is unchanged. */
+/* A page size from table[n].  With a geometry pool, the case's slot (one
+ * of geometry_pool, kvc_gen_make_from) picks one of geometry_pool sizes
+ * fixed by the seed; the stream advances the same either way, so every
+ * other draw of the case is unchanged. */
 int64_t pick_page_rows(gen *g, const int64_t *table, int n, uint64_t which) {
     int64_t i = kvc_rng_below(g->r, n);
     if (g->geometry_pool <= 0) return table[i];
     kvc_rng pool;
-    kvc_rng_seed(&pool, g->seed, 0x9E0 + which * 64 + (uint64_t)(i % g->geometry_pool));
+    kvc_rng_seed(&pool, g->seed, 0x9E0 + which * 64 + (uint64_t)g->geometry_slot);
     return table[kvc_rng_below(&pool, n)];
+}
+
+/* ---- the geometry pool's sizes ----------------------------------------
+ * Each size a kernel could specialise on is rounded up to one of
+ * geometry_pool tiers fixed by the seed (per size and R class): tiers 0 to
+ * N - 3 lie in N - 1 octave bands between lo and mid, tier N - 2 is mid
+ * (what all but the rare large draws need), tier N - 1 is top (what any
+ * draw needs).  A case
+ * takes one tier for all its sizes (pool_tier: the smallest that holds
+ * every need), so the sizes add N combinations, not N per size.  The
+ * rows past a need are spare: pages no window's table entry names,
+ * columns no window reads, kv rows no token writes, cos_sin rows no token
+ * rotates with.  Page counts and columns are tiers of rows (positions)
+ * divided by the page rows. */
+typedef struct {
+    int64_t lo, mid, top;
+} size_range;
+/* By R class: V4.1 (R = 1, 2), V4 R = 4, V4 R = 128. */
+static const size_range size_ranges[Q_COUNT][3] = {
+    /* columns, as positions: below 108 (R = 4), 386 (R = 128) */
+    {{1, 1, 1}, {2, 64, 128}, {2, 400, 400}},
+    /* state rows: 16 requests of 75 rows (R = 4 large saves), 3 windows of 259 */
+    {{1, 1, 1}, {2, 160, 1600}, {2, 900, 900}},
+    /* kv rows: the closing tokens */
+    {{2, 48, 176}, {2, 16, 64}, {2, 16, 16}},
+    /* cos_sin rows: positions below 400, 108, 386 */
+    {{8, 400, 400}, {8, 64, 128}, {8, 400, 400}},
+    /* V4.1 ring blocks: 16 requests and 2 spare */
+    {{1, 18, 18}, {1, 1, 1}, {1, 1, 1}},
+};
+
+static int r_class(const gen *g) { return g->ratio == 4 ? 1 : g->ratio == 128 ? 2 : 0; }
+
+static int64_t tier_value(const gen *g, int which, int k) {
+    const size_range *s = &size_ranges[which][r_class(g)];
+    int n = g->geometry_pool;
+    if (k >= n - 1) return s->top;
+    if (k == n - 2 || s->lo >= s->mid) return s->mid;
+    int octaves = 0;
+    while ((s->lo << (octaves + 1)) <= s->mid) octaves++;
+    kvc_rng t;
+    kvc_rng_seed(&t, g->seed, 0x7100 + (uint64_t)(which * 3 + r_class(g)) * 64 + (uint64_t)k);
+    int64_t v = kvc_rng_range(&t, s->lo << (k * octaves / (n - 1)), s->lo << ((k + 1) * octaves / (n - 1)));
+    return v < s->top ? v : s->top;
+}
+
+static int fitting_tier(const gen *g, int which, int64_t needed, int from) {
+    for (int k = from; k < g->geometry_pool; k++)
+        if (tier_value(g, which, k) >= needed) return k;
+    return g->geometry_pool - 1;
+}
+
+/* The case's tier: the smallest whose sizes hold every need (in rows). */
+void pool_tier(gen *g, const int *which, const int64_t *needed, int n) {
+    g->tier = 0;
+    for (int i = 0; g->geometry_pool > 0 && i < n; i++) g->tier = fitting_tier(g, which[i], needed[i], g->tier);
+}
+
+/* `needed` units of `per` rows each (pages, columns; 1 for rows) as rows. */
+int64_t rows_for(int64_t needed, int64_t per) { return needed > 0 ? (needed - 1) * per + 1 : 0; }
+
+/* At least `needed` units of `per` rows: the case's tier's rows in units
+ * (a higher tier's if a need was underestimated; `needed` itself past top). */
+int64_t pooled(gen *g, int which, int64_t needed, int64_t per) {
+    int64_t rows = tier_value(g, which, fitting_tier(g, which, rows_for(needed, per), g->tier)), v = (rows + per - 1) / per;
+    return v >= needed ? v : needed;
 }
 
 void *tensor(gen *g, const char *name, kvc_dtype dtype, int ndim, int64_t d0, int64_t d1, int64_t d2) {
@@ -162,6 +229,21 @@ void shuffle(kvc_rng *r, int64_t *v, int64_t n) {
 }
 
 static int closing(const gen *g, int64_t t) { return g->slot[t] >= 0 && (g->pos[t] + 1) % g->ratio == 0; }
+
+/* Upper bounds, from the planned tokens, of the kv rows and cos_sin rows
+ * a case needs (slots only become padding later). */
+int64_t closing_upper(const gen *g) {
+    int64_t n = 0;
+    for (int64_t t = 0; t < g->T; t++) n += closing(g, t);
+    return n;
+}
+
+int64_t cos_rows_upper(const gen *g) {
+    int64_t rows = 1;
+    for (int64_t t = 0; t < g->T; t++)
+        if ((g->pos[t] / g->ratio) * g->ratio + 1 > rows) rows = (g->pos[t] / g->ratio) * g->ratio + 1;
+    return rows;
+}
 
 /* Request q's n tokens at positions history, history + 1 ...; their
  * slots are resolved later (negative = padding). */
@@ -273,6 +355,7 @@ int64_t assign_output_rows(gen *g, int64_t *rows_out, int64_t *page_rows) {
     static const int64_t block_sizes[] = {1, 2, 4, 8, 16, 64};
     int64_t kb = pick_page_rows(g, block_sizes, 6, 0);
     int64_t pages = (closing_count + kvc_rng_range(g->r, 0, 4) + kb - 1) / kb;
+    if (g->geometry_pool > 0) pages = pooled(g, Q_KV_ROWS, (closing_count + kb - 1) / kb, kb);
     if (pages < 1) pages = 1;
     int64_t rows = pages * kb;
     int64_t *perm = malloc((size_t)rows * sizeof *perm);
@@ -310,13 +393,18 @@ void put_cos_sin(gen *g) {
     int64_t rows = 1;
     for (int64_t t = 0; t < g->T; t++)
         if (rotated_by_some_kernel(g, t) && (g->pos[t] / g->ratio) * g->ratio + 1 > rows) rows = (g->pos[t] / g->ratio) * g->ratio + 1;
-    rows += kvc_rng_range(g->r, 0, 2 * g->ratio);
+    int64_t needed = rows, drawn = rows + kvc_rng_range(g->r, 0, 2 * g->ratio);
+    /* With the pool: the tier's rows, those past the drawn ones filler. */
+    rows = g->geometry_pool > 0 ? pooled(g, Q_COS_ROWS, needed, 1) : drawn;
+    g->drawn_cos_rows = drawn;
     float *cos_sin = tensor(g, "cos_sin", KVC_DT_F4, 2, rows, 64, 0);
     if (kvc_rng_chance(g->r, 1, 10)) {   /* the identity rotation */
         for (int64_t i = 0; i < rows; i++)
             for (int j = 0; j < 32; j++) { cos_sin[i * 64 + j] = 1.0f; cos_sin[i * 64 + 32 + j] = 0.0f; }
     } else {
-        fill_values(g, cos_sin, rows * 64, KVC_ROLE_COS_SIN);
+        int64_t values = drawn < rows ? drawn : rows;
+        fill_values(g, cos_sin, values * 64, KVC_ROLE_COS_SIN);
+        if (rows > values) fill_filler(g, cos_sin + values * 64, (rows - values) * 64);
     }
 }
 
@@ -349,6 +437,14 @@ int kvc_gen_make_from(const kvc_gen_config *config, kvc_rng *r, kvc_gen_case *ou
     if (v->stage < 0) { out->history = 1; return 0; }
     gen g = {.r = r, .c = &out->c, .family = out->family, .stage = v->stage, .ratio = v->compress_ratio, .head_dim = v->head_dim,
              .geometry_pool = config->geometry_pool, .seed = config->seed};
+    if (config->geometry_pool > 0) {
+        /* The case's geometry slot, from a stream of its own seeded from
+         * the case's without advancing it. */
+        kvc_rng own;
+        kvc_rng_seed(&own, r->s[1] ^ kvc_rotl64(r->s[3], 11), 0x5107);
+        g.geometry_slot = (int)kvc_rng_below(&own, config->geometry_pool);
+        out->geometry_slot = g.geometry_slot + 1;
+    }
     out->c.stage = (kvc_stage)v->stage;
     out->c.compress_ratio = v->compress_ratio;
     out->c.head_dim = v->head_dim;

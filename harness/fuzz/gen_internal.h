@@ -54,10 +54,24 @@ typedef struct {
     unsigned edges;          /* KVC_EDGE_* bits a corruption put there */
     int geometry_pool;       /* kvc_gen_config's */
     uint64_t seed;
+    int geometry_slot;       /* with the pool: the case's slot, which fixes its page rows */
+    int tier;                /* with the pool: the case's size tier (pool_tier) */
+    int forward;             /* a V4.1 norm case of a forward (gen_v41_norm) */
+    int64_t drawn_columns;   /* with the pool: the block-table columns and cos_sin */
+    int64_t drawn_cos_rows;  /* rows drawn as without it (the corruptions' range) */
 } gen;
+
+/* Sizes a geometry pool rounds up (pooled): block-table columns, state
+ * pages, kv-cache rows, cos_sin rows, V4.1 ring blocks. */
+enum { Q_COLUMNS, Q_STATE_PAGES, Q_KV_ROWS, Q_COS_ROWS, Q_RING_BLOCKS, Q_COUNT };
 
 /* gen.c */
 int64_t pick_page_rows(gen *g, const int64_t *table, int n, uint64_t which);
+void pool_tier(gen *g, const int *which, const int64_t *needed, int n);
+int64_t rows_for(int64_t needed, int64_t per);
+int64_t pooled(gen *g, int which, int64_t needed, int64_t per);
+int64_t closing_upper(const gen *g);
+int64_t cos_rows_upper(const gen *g);
 void *tensor(gen *g, const char *name, kvc_dtype dtype, int ndim, int64_t d0, int64_t d1, int64_t d2);
 void fill_values(gen *g, float *dst, int64_t n, int role);
 void fill_bytes(gen *g, void *dst, int64_t n);

@@ -132,7 +132,15 @@ void corrupt(gen *g, char *what, size_t what_size) {
         }
         case 3:
             if (!table || !table->count) break;
-            t = kvc_rng_below(g->r, table->count);
+            if (g->geometry_pool > 0 && g->drawn_columns > 0 && table->ndim == 2) {
+                /* The pool's spare columns no window reads: an entry of
+                 * the columns drawn as without it, as likely read as then. */
+                int64_t columns = g->drawn_columns < table->shape[1] ? g->drawn_columns : table->shape[1];
+                t = kvc_rng_below(g->r, table->shape[0] * columns);
+                t = t / columns * table->shape[1] + t % columns;
+            } else {
+                t = kvc_rng_below(g->r, table->count);
+            }
             ((int32_t *)table->data)[t] = kvc_rng_chance(g->r, 1, 2) ? -1 : 1 << 20;
             g->rule = "block-table-entry";
             snprintf(what, what_size, "block_table entry out of range");
@@ -151,7 +159,9 @@ void corrupt(gen *g, char *what, size_t what_size) {
             return;
         case 6:
             if (!cos_sin || cos_sin->shape[0] < 2) break;
-            cos_sin->shape[0] = kvc_rng_range(g->r, 0, 1) ? 1 : cos_sin->shape[0] / 2;
+            /* (with the pool, half the rows drawn as without it: its spare rows aside) */
+            cos_sin->shape[0] = kvc_rng_range(g->r, 0, 1) ? 1
+                                : (g->geometry_pool > 0 && g->drawn_cos_rows > 0 && g->drawn_cos_rows < cos_sin->shape[0] ? g->drawn_cos_rows : cos_sin->shape[0]) / 2;
             cos_sin->count = cos_sin->shape[0] * 64;
             g->rule = "cos-sin-too-short";
             snprintf(what, what_size, "cos_sin table too short");

@@ -26,8 +26,19 @@ void gen_v4(gen *g) {
         needed += hi_block[q] - lo_block[q] + 1;
         if (hi_block[q] + 1 > max_blocks) max_blocks = hi_block[q] + 1;
     }
+    int64_t columns_needed = max_blocks, pages_needed = needed;
     max_blocks += kvc_rng_range(g->r, 0, 2);
     int64_t num_pages = needed + kvc_rng_range(g->r, 0, 3);
+    if (g->geometry_pool > 0) {
+        /* The pool's sizes: spare columns (aliases no window reads) and
+         * spare pages (no table entry of a window names them). */
+        int which[] = {Q_STATE_PAGES, Q_COLUMNS, Q_KV_ROWS, Q_COS_ROWS};
+        int64_t needs[] = {rows_for(pages_needed, bs), rows_for(columns_needed, bs), closing_upper(g), cos_rows_upper(g)};
+        pool_tier(g, which, needs, g->stage == KVC_STAGE_V4_SAVE_PARTIAL_STATES ? 1 : 4);
+        num_pages = pooled(g, Q_STATE_PAGES, pages_needed, bs);
+        g->drawn_columns = max_blocks;
+        if (g->stage != KVC_STAGE_V4_SAVE_PARTIAL_STATES) max_blocks = pooled(g, Q_COLUMNS, columns_needed, bs);
+    }
     int64_t *pool = malloc((size_t)num_pages * sizeof *pool);
     for (int64_t i = 0; i < num_pages; i++) pool[i] = i;
     shuffle(g->r, pool, num_pages);
@@ -154,6 +165,12 @@ static void plan_v41_ring(gen *g) {
     if (past_cap) plan_chunk_past_cap(g, cap);
     else plan_requests(g, 60, kvc_rng_chance(g->r, 1, 8) ? (int)cap + 6 : 10);
     int64_t num_blocks = g->num_requests + kvc_rng_range(g->r, 0, 2);
+    if (g->geometry_pool > 0) {
+        int which[] = {Q_RING_BLOCKS, Q_KV_ROWS, Q_COS_ROWS};
+        int64_t needs[] = {g->num_requests, closing_upper(g), cos_rows_upper(g)};
+        pool_tier(g, which, needs, g->forward ? 3 : 1);
+        num_blocks = pooled(g, Q_RING_BLOCKS, g->num_requests, 1);
+    }
     int64_t blocks[MAX_REQUESTS + 3];
     for (int64_t i = 0; i < num_blocks; i++) blocks[i] = i;
     shuffle(g->r, blocks, num_blocks);
@@ -237,8 +254,14 @@ static void put_kv_cache_v41(gen *g, kvc_cache_dtype dtype) {
 }
 
 void gen_v41_norm(gen *g, int forward) {
+    g->forward = forward;
     if (g->ratio == 2) plan_v41_ring(g);
     else plan_v41_plain(g);
+    if (g->ratio != 2 && forward && g->geometry_pool > 0) {
+        int which[] = {Q_KV_ROWS, Q_COS_ROWS};
+        int64_t needs[] = {closing_upper(g), cos_rows_upper(g)};
+        pool_tier(g, which, needs, 2);
+    }
     if (forward && g->ratio == 1) {
         /* R = 1 forward inserts at slot_mapping: rows must be distinct */
         int64_t rows, kb;
@@ -278,6 +301,11 @@ void gen_v41_insert(gen *g, kvc_cache_dtype dtype) {
     for (int64_t t = 0; t < g->T; t++) {
         g->pos[t] = kvc_rng_below(g->r, 400);
         g->slot[t] = kvc_rng_chance(g->r, 1, 8) ? -1 : 0;
+    }
+    if (g->geometry_pool > 0) {
+        int which[] = {Q_KV_ROWS, Q_COS_ROWS};
+        int64_t needs[] = {closing_upper(g), cos_rows_upper(g)};
+        pool_tier(g, which, needs, 2);
     }
     put_kv_cache_v41(g, dtype);
     for (int64_t t = 0; t < g->T; t++) g->slot[t] = g->kv_slot[t];

@@ -356,7 +356,9 @@ static void draw_conditions(const kvc_fuzz_target *t, kvc_rng *rng, kvc_fuzz_con
         /* The pool: geometry_pool paddings fixed for the campaign, so a
          * specialising kernel sees only that many page strides. */
         kvc_rng pool;
-        kvc_rng_seed(&pool, t->geometry_salt, 0x6E0 + (uint64_t)kvc_rng_below(rng, t->geometry_pool));
+        uint64_t which = (uint64_t)kvc_rng_below(rng, t->geometry_pool);
+        if (t->geometry_slot > 0) which = (uint64_t)(t->geometry_slot - 1) % (uint64_t)t->geometry_pool;
+        kvc_rng_seed(&pool, t->geometry_salt, 0x6E0 + which);
         k->page_padding = draw_page_padding(&pool);
     }
     k->canary = (uint8_t)kvc_rng_below(rng, 256);

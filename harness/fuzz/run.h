@@ -25,6 +25,9 @@ typedef struct {
                                  fixed by geometry_salt (a JIT-compiling candidate
                                  specialises on the page stride) */
     uint64_t geometry_salt;
+    int geometry_slot;        /* with the pool: the case's geometry slot + 1
+                                 (kvc_gen_case.geometry_slot), which picks the
+                                 padding with the page rows; 0: drawn here */
 } kvc_fuzz_target;
 
 /* How the candidate side of one check ran: what `kvcmp replay` needs to

@@ -210,6 +210,21 @@ static void stop_text(const campaign *c, char *out, size_t size) {
     else snprintf(out, size, "every case asked ran (--cases %lld, shard %d/%d)", (long long)o->cases, o->shard_index, o->shard_count);
 }
 
+/* The distinct geometry keys of the candidate's calls, per stage call:
+ * about how many times a specialising JIT compiles each kernel. */
+static void print_geometries(const campaign *c) {
+    int any = 0;
+    for (int k = 0; k < KVC_CALL_COUNT; k++)
+        if (c->geometries[k].count) {
+            printf("%s %s %lld", any ? "," : "geometries per stage (harness/fuzz/geometry.h):", kvc_call_name(k),
+                   (long long)c->geometries[k].count);
+            any = 1;
+        }
+    if (!any) return;
+    if (c->o->geometry_pool) printf(" (--geometry-pool %d)\n", c->o->geometry_pool);
+    else printf(" (--geometry-pool 0: sizes drawn freely)\n");
+}
+
 void print_summary(campaign *c, double elapsed) {
     printf("\nper variant            cases  invalid  skipped  failures  cases/s (one worker)\n");
     for (int v = 0; v < kvc_variant_count(); v++) {
@@ -224,6 +239,7 @@ void print_summary(campaign *c, double elapsed) {
                              (long long)t->skipped, (long long)t->failures, worker_rate(t));
     }
     kvc_coverage_print(stdout, &c->coverage);
+    print_geometries(c);
     printf("fuzz: %lld cases in %.1f s (%.0f cases/s), candidate %s, policy %s, seed %llu: %lld failure%s",
            (long long)c->cases, elapsed, elapsed > 0 ? (double)c->cases / elapsed : 0.0, c->candidate_label, policy_name(c->o->policy),
            (unsigned long long)c->o->seed, (long long)c->failures, c->failures == 1 ? "" : "s");
@@ -392,6 +408,11 @@ static cJSON *summary_json(campaign *c, double elapsed, int exit_code) {
     cJSON_AddNumberToObject(root, "max_failures_per_signature", o->max_per_signature);
     cJSON_AddItemToObject(root, "signatures", kvc_signature_list_json(&c->signatures));
     cJSON_AddItemToObject(root, "coverage", kvc_coverage_json(&c->coverage));
+    cJSON *geometries = cJSON_AddObjectToObject(root, "geometries");
+    cJSON_AddNumberToObject(geometries, "geometry_pool", o->geometry_pool);
+    cJSON *per_stage = cJSON_AddObjectToObject(geometries, "per_stage");
+    for (int k = 0; k < KVC_CALL_COUNT; k++)
+        if (c->geometries[k].count) cJSON_AddNumberToObject(per_stage, kvc_call_name(k), (double)c->geometries[k].count);
     cJSON *per_variant = cJSON_AddObjectToObject(root, "per_variant");
     for (int v = 0; v < kvc_variant_count(); v++)
         if (c->by_variant[v].cases) cJSON_AddItemToObject(per_variant, kvc_variant(v)->name, tally_json(&c->by_variant[v]));

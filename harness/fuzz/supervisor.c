@@ -18,6 +18,8 @@ static int on_result(campaign *c, const message *m) {
     kvc_case_coverage coverage = m->coverage;
     coverage.rule = m->rule[0] ? m->rule : NULL;
     kvc_coverage_add(&c->coverage, &coverage);
+    for (int i = 0; i < m->num_geometries && i < 4; i++)
+        if (m->geometry_calls[i] < KVC_CALL_COUNT) kvc_geometry_set_add(&c->geometries[m->geometry_calls[i]], m->geometries[i]);
     tally *tv = &c->by_variant[m->variant], *tf = &c->by_family[m->family];
     tv->cases++; tf->cases++;
     tv->worker_seconds += m->case_seconds; tf->worker_seconds += m->case_seconds;
@@ -90,7 +92,8 @@ static void save_unshrunk(campaign *c, int64_t index, message *m) {
         kvc_fuzz_add_expected(&kvc_reference_backend, &g.c);
         /* The conditions the lost check ran under, as the worker drew them. */
         kvc_fuzz_target target = {.threads = c->o->threads, .vary_threads = !c->o->threads_given,
-                                  .geometry_pool = c->o->geometry_pool, .geometry_salt = c->o->seed};
+                                  .geometry_pool = c->o->geometry_pool, .geometry_salt = c->o->seed,
+                                  .geometry_slot = g.geometry_slot};
         kvc_fuzz_conditions k;
         kvc_fuzz_draw_conditions(&target, case_salt(c->o, index), &k);
         cJSON *meta = cJSON_CreateObject();

@@ -279,8 +279,14 @@ static int run_one(worker *w, int64_t index) {
     kvc_gen_make(&w->gen, index, &g);
     uint64_t salt = case_salt(w->o, index);
     kvc_fuzz_verdict v;
+    w->target.geometry_slot = g.geometry_slot;
+    kvc_geometry_record(1);   /* the geometries of the case's candidate calls (not of its shrinking) */
     if (g.history) check_history(w, &g, index, salt, &v);
     else kvc_fuzz_check_case(&w->target, &g.c, salt, &v);
+    kvc_geometry_record(0);
+    int calls[4];
+    m.num_geometries = kvc_geometry_recorded(calls, m.geometries, 4);
+    for (int i = 0; i < m.num_geometries; i++) m.geometry_calls[i] = (uint8_t)calls[i];
     m.variant = g.variant;
     m.family = g.family;
     m.invalid = g.invalid[0] != 0;
@@ -335,6 +341,7 @@ void worker_main(worker *w, int job, int64_t first_k) {
     omp_set_num_threads(w->target.threads);
     kvc_pyworker_set_phase_hook(send_phase);
     if (w->target.candidate != &kvc_reference_backend) kvc_pyworker_warm_up();
+    w->target.candidate = kvc_geometry_recorder(w->target.candidate);
     const fuzz_options *o = w->o;
     if (o->only >= 0) {
         if (job == 0 && run_one(w, o->only)) return;

@@ -68,8 +68,10 @@ typedef struct {
     uint64_t variant_mask;   /* 0 = all */
     int invalid_per_mille;   /* cases whose metadata is corrupted on purpose */
     uint32_t family_mask;    /* value families to draw from, 0 = all */
-    int geometry_pool;       /* > 0: page sizes drawn from this many per seed
-                                (a JIT-specialising candidate compiles less) */
+    int geometry_pool;       /* > 0: page rows drawn from this many per seed (a
+                                slot per case), columns, pages and rows rounded up
+                                to this many tiers (a JIT-specialising candidate
+                                compiles less; harness/fuzz/gen.c) */
 } kvc_gen_config;
 
 /* Generator dimensions besides the value family (bits of
@@ -129,6 +131,8 @@ typedef struct {
     unsigned dimensions;     /* KVC_DIM_* bits */
     const char *rule;        /* the validation rule the corruption targets, or NULL */
     unsigned edges;          /* KVC_EDGE_* bits: the bounds the case holds */
+    int geometry_slot;       /* with a geometry pool: 1 + the slot (of geometry_pool)
+                                that fixed its page rows; 0 without */
 } kvc_gen_case;
 
 /* Case `index` of the campaign (stream `index` of the seed). */

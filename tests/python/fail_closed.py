@@ -106,3 +106,29 @@ def returns_a_float(case):
 
 
 returns_a_float.stages = ["v41.rope_quant_insert"]
+
+
+_geometries = {}
+
+
+def hangs_on_a_known_geometry(case):
+    """A kernel already compiled for this geometry hangs: a call whose
+    geometry (the stage's parameters, the kv cache's shape and strides, the
+    cos_sin rows, the token count's class: 1, a multiple of 16, other) an
+    earlier call of this process had with another token count sleeps
+    FAIL_CLOSED_HANG_SECONDS, once per token count; the others are the
+    reference."""
+    tensors = case.tensors
+    tokens = tensors["positions"].shape[0]
+    token_class = 1 if tokens == 1 else 16 if tokens % 16 == 0 else 0
+    key = (case.stage, tuple(sorted(case.params.items())), tensors["kv_cache"].shape, tensors["kv_cache"].strides,
+           tensors["cos_sin"].shape, token_class)
+    seen = _geometries.setdefault(key, set())
+    if seen and tokens not in seen:   # its first call of this token count: a later call (a thread check) runs
+        seen.add(tokens)
+        time.sleep(float(os.environ.get("FAIL_CLOSED_HANG_SECONDS", "30")))
+    seen.add(tokens)
+    return kvcmp.reference(case)
+
+
+hangs_on_a_known_geometry.stages = ["v41.rope_quant_insert"]

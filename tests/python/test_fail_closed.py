@@ -65,6 +65,20 @@ def test_a_first_call_gets_the_compile_allowance_and_its_timeout_is_named(tmp_pa
     assert "first call of this geometry" in summary.output, summary.output
 
 
+def test_a_hang_on_a_second_call_of_a_geometry_is_a_timeout_not_a_compile_timeout(tmp_path):
+    """The compile allowance is per geometry key (harness/fuzz/geometry.h),
+    which holds the token count's class only: a later call of a geometry
+    with another token count gets --timeout alone."""
+    os.environ["FAIL_CLOSED_HANG_SECONDS"] = "30"
+    started = time.time()
+    summary = kvcmp.fuzz(fail_closed.hangs_on_a_known_geometry, stages="v41.rope_quant_insert", seed=4, cases=40, jobs=1, invalid_rate=0,
+                         timeout=1, compile_timeout=60, max_failures=1, out=str(tmp_path / "o"), quiet=True, shrink_seconds=0.5)
+    assert summary.exit_code == 1 and summary.failures >= 1, summary.report() + summary.output
+    assert {s.check for s in summary.signatures} == {"timeout"}, summary.report()
+    assert "first call of this geometry" not in summary.output, summary.output
+    assert time.time() - started < 25, "held to the compile allowance"
+
+
 def test_a_stray_reply_line_fails_its_own_case_as_protocol_only(tmp_path):
     marks = tmp_path / "marks"
     marks.mkdir()

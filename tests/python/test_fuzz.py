@@ -72,7 +72,7 @@ def test_failure_kinds(tmp_path):
             pass
     assert 0 < len(accepted) < 40
     assert result.failures == len(accepted), result.report()
-    result = kvcmp.fuzz(candidates.writes_padding, stages="v4.compress", cases=2, out=str(tmp_path), quiet=True)
+    result = kvcmp.fuzz(candidates.writes_padding, stages="v4.compress", cases=2, invalid_rate=0, out=str(tmp_path), quiet=True)
     assert [(s.check, s.cause, s.count) for s in result.signatures] == [("exception", "PaddingTouched", 2)]
     result = kvcmp.fuzz(candidates.correct, stages="v4.save", seconds=3, out=str(tmp_path), quiet=True)
     assert result.ok and result.cases > 0 and result.cases_per_second > 0
@@ -147,3 +147,27 @@ def test_no_case_compared_is_no_verdict(tmp_path):
     # The same candidate on the stage it offers passes.
     result = kvcmp.fuzz(candidates.only_plain_insert, stages="v41.rope_plain_insert", cases=5, out=str(tmp_path), quiet=True)
     assert result.ok and result.verdict == "pass" and result.compared == 5, result.output
+
+
+def test_a_geometry_pool_bounds_the_geometries_of_each_stage(tmp_path):
+    """--geometry-pool N: a case's slot (one of N) fixes its page rows and
+    page padding, its tier (one of N) every size (columns, pages, kv rows,
+    cos_sin rows): per R, D and cache dtype at most N * N size geometries,
+    times the Triton classes of the token count (and of the request count:
+    v4.compress).  Without the pool nearly every case is a geometry of its
+    own."""
+    pool = 4
+    options = dict(stages="v4.compress/d512/r4,v41.rope_quant_insert", seed=11, cases=600, invalid_rate=0, jobs=2, quiet=True)
+    pooled = kvcmp.fuzz("opt", geometry_pool=pool, out=str(tmp_path / "p"), **options)
+    free = kvcmp.fuzz("opt", geometry_pool=0, out=str(tmp_path / "f"), **options)
+    assert pooled.ok and free.ok, pooled.report() + free.report()
+    counts, free_counts = pooled.data["geometries"]["per_stage"], free.data["geometries"]["per_stage"]
+    assert pooled.data["geometries"]["geometry_pool"] == pool and free.data["geometries"]["geometry_pool"] == 0
+    bounds = {"v4.compress": pool * pool * 3 * 3, "v41.rope_quant_insert": pool * pool * 3}
+    assert set(counts) == set(bounds) == set(free_counts), (counts, free_counts)
+    for stage, bound in bounds.items():
+        assert 0 < counts[stage] <= bound, (stage, counts)
+        assert free_counts[stage] > 3 * counts[stage], (stage, counts, free_counts)
+    line = "geometries per stage (harness/fuzz/geometry.h): v4.compress %d, v41.rope_quant_insert %d (--geometry-pool 4)" % (
+        counts["v4.compress"], counts["v41.rope_quant_insert"])
+    assert line in pooled.output, pooled.output
