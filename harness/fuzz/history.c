@@ -25,8 +25,15 @@ static void shuffle(kvc_rng *r, int64_t *v, int64_t n) {
     }
 }
 
-static int64_t *random_pages(kvc_rng *r, int64_t needed, int64_t *pages_out) {
-    int64_t pages = needed + kvc_rng_range(r, 0, 2);
+/* The smallest power of two >= n. */
+static int64_t power_of_two_at_least(int64_t n) {
+    int64_t p = 1;
+    while (p < n) p *= 2;
+    return p;
+}
+
+static int64_t *random_pages(kvc_rng *r, int64_t needed, int pooled, int64_t *pages_out) {
+    int64_t spare = kvc_rng_range(r, 0, 2), pages = pooled ? needed : needed + spare;
     int64_t *perm = malloc((size_t)pages * sizeof *perm);
     for (int64_t i = 0; i < pages; i++) perm[i] = i;
     shuffle(r, perm, pages);
@@ -35,12 +42,19 @@ static int64_t *random_pages(kvc_rng *r, int64_t needed, int64_t *pages_out) {
 }
 
 int kvc_history_generate(kvc_rng *r, int version, int32_t ratio, int32_t head_dim, int family, kvc_history *h) {
+    return kvc_history_generate_pooled(r, version, ratio, head_dim, family, NULL, h);
+}
+
+/* Under a geometry pool the page rows and padding come from `pool` (a
+ * stream fixed per campaign slot) instead of r. */
+int kvc_history_generate_pooled(kvc_rng *r, int version, int32_t ratio, int32_t head_dim, int family, kvc_rng *pool, kvc_history *h) {
     memset(h, 0, sizeof *h);
+    kvc_rng *sizes_from = pool ? pool : r;
     h->version = version;
     h->family = family;
     h->seed = kvc_rng_next(r);
     h->eps = 1e-6f;
-    h->page_padding = 64 * kvc_rng_below(r, 3);
+    h->page_padding = 64 * kvc_rng_below(sizes_from, 3);
     int32_t R;
     if (version == 4) {
         R = ratio ? ratio : (kvc_rng_chance(r, 1, 5) ? 128 : 4);
@@ -48,17 +62,21 @@ int kvc_history_generate(kvc_rng *r, int version, int32_t ratio, int32_t head_di
         h->length = R == 4 ? kvc_rng_range(r, 1, 40) : kvc_rng_range(r, 120, 290);
         h->row_width = (int64_t)kvc_v4_coff(R) * h->head_dim;
         static const int64_t sizes[] = {1, 2, 4, 8, 16};
-        h->state_block_size = sizes[kvc_rng_below(r, 5)];
+        h->state_block_size = sizes[kvc_rng_below(sizes_from, 5)];
     } else {
         R = ratio ? ratio : (int32_t)kvc_rng_range(r, 1, 2);
         h->head_dim = 512;
         h->length = R == 1 ? kvc_rng_range(r, 1, 12) : kvc_rng_range(r, 1, 40);
         h->row_width = 512 * (int64_t)R;
         static const int64_t caps[] = {8, 16, 32};
-        h->state_block_size = caps[kvc_rng_below(r, 3)];
+        h->state_block_size = caps[kvc_rng_below(sizes_from, 3)];
     }
     h->compress_ratio = R;
-    int64_t L = h->length, W = h->row_width, groups = L / R + 1;
+    /* Under a geometry pool the caches, block table and cos_sin are sized
+     * for the next power of two of the length (Ls): a history's page
+     * counts, columns and rows take a few sizes, not one per length, so a
+     * kernel that compiles per size compiles a few times. */
+    int64_t L = h->length, Ls = pool ? power_of_two_at_least(L) : L, W = h->row_width, groups = Ls / R + 1;
     if (version == 4) {
         h->kv = malloc((size_t)(L * W) * 4);
         h->score = malloc((size_t)(L * W) * 4);
@@ -68,8 +86,9 @@ int kvc_history_generate(kvc_rng *r, int version, int32_t ratio, int32_t head_di
         fill(r, h->score, L * W, family, KVC_ROLE_SCORE);
         fill(r, h->ape, R * W, family, KVC_ROLE_SCORE);
         fill(r, h->norm_weight, h->head_dim, family, KVC_ROLE_WEIGHT);
-        int64_t logical = (L + h->state_block_size - 1) / h->state_block_size;
-        int64_t *perm = random_pages(r, logical, &h->state_pages);
+        int64_t logical = (Ls + h->state_block_size - 1) / h->state_block_size;
+        int64_t *perm = random_pages(r, logical, pool != NULL, &h->state_pages);
+        h->block_columns = logical;
         h->block_table = malloc((size_t)logical * 4);
         for (int64_t i = 0; i < logical; i++) h->block_table[i] = (int32_t)perm[i];
         free(perm);
@@ -85,9 +104,9 @@ int kvc_history_generate(kvc_rng *r, int version, int32_t ratio, int32_t head_di
         h->ring_block = kvc_rng_below(r, h->state_pages);
     }
     static const int64_t kv_sizes[] = {1, 2, 4, 16, 64};
-    h->kv_block_size = kv_sizes[kvc_rng_below(r, 5)];
-    h->kv_page_of_group = random_pages(r, (groups + h->kv_block_size - 1) / h->kv_block_size, &h->kv_pages);
-    h->cos_sin_rows = (L / R) * R + R + 1;
+    h->kv_block_size = kv_sizes[kvc_rng_below(sizes_from, 5)];
+    h->kv_page_of_group = random_pages(r, (groups + h->kv_block_size - 1) / h->kv_block_size, pool != NULL, &h->kv_pages);
+    h->cos_sin_rows = (Ls / R) * R + R + 1;
     h->cos_sin = malloc((size_t)(h->cos_sin_rows * 64) * 4);
     fill(r, h->cos_sin, h->cos_sin_rows * 64, family, KVC_ROLE_COS_SIN);
     return 0;
@@ -185,7 +204,7 @@ static int run_v4_step(feeder *f, const step *s, kvc_error *err) {
     if (rc) return rc;
     kvc_v4_compress_args compress = {.num_tokens = n, .compress_ratio = h->compress_ratio, .head_dim = h->head_dim, .eps = h->eps,
                                      .state_cache = f->state, .block_table = h->block_table, .num_requests = 1,
-                                     .max_blocks = (h->length + bs - 1) / bs, .token_to_req = f->token_to_req,
+                                     .max_blocks = h->block_columns, .token_to_req = f->token_to_req,
                                      .positions = f->positions, .slot_mapping = f->slots, .kv_slot_mapping = f->kv_slots,
                                      .norm_weight = h->norm_weight, .cos_sin = h->cos_sin, .cos_sin_rows = h->cos_sin_rows,
                                      .kv_cache = f->kv};
@@ -352,14 +371,13 @@ static void step_case(const feeder *f, const step *s, const uint8_t *state_befor
     put(c, "cos_sin", KVC_DT_F4, 2, h->cos_sin_rows, 64, 0, h->cos_sin);
     put_paged(c, "kv_cache", KVC_DT_U1, kv_before, h->kv_pages, h->kv_block_size, kv_row_bytes(h), h->page_padding);
     if (h->version == 4) {
-        int64_t columns = (h->length + h->state_block_size - 1) / h->state_block_size;
         c->stage = KVC_STAGE_V4_FORWARD;
         put(c, "kv", KVC_DT_F4, 2, n, W, 0, f->rows);
         put(c, "score", KVC_DT_F4, 2, n, W, 0, f->rows2);
         put(c, "ape", KVC_DT_F4, 2, R, W, 0, h->ape);
         put(c, "kv_slot_mapping", KVC_DT_I8, 1, n, 0, 0, f->kv_slots);
         put(c, "token_to_req", KVC_DT_I4, 1, n, 0, 0, f->token_to_req);
-        put(c, "block_table", KVC_DT_I4, 2, 1, columns, 0, h->block_table);
+        put(c, "block_table", KVC_DT_I4, 2, 1, h->block_columns, 0, h->block_table);
         put(c, "norm_weight", KVC_DT_F4, 1, h->head_dim, 0, 0, h->norm_weight);
         put_paged(c, "state_cache", KVC_DT_F4, state_before, h->state_pages, h->state_block_size, 2 * W, h->page_padding);
     } else {

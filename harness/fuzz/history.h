@@ -26,7 +26,8 @@ typedef struct {
     /* Cache geometry, the same in every feeding so bytes compare. */
     int64_t state_block_size;  /* V4 BS, V4.1 ring CAP */
     int64_t state_pages;       /* V4: logical blocks are spread over these */
-    int32_t *block_table;      /* V4: [1, state_pages] logical -> physical */
+    int32_t *block_table;      /* V4: [1, block_columns] logical -> physical */
+    int64_t block_columns;     /* V4: blocks of the length, or under a geometry pool of its next power of two */
     int64_t ring_block;        /* V4.1 R=2: the request's ring page */
     int64_t kv_block_size, kv_pages;
     int64_t *kv_page_of_group; /* group g = p / R lives in page kv_page_of_group[g / KB] */
@@ -46,6 +47,11 @@ typedef struct {
 
 /* A random history (version 4 or 41; ratio/head_dim 0 = random). */
 int kvc_history_generate(kvc_rng *rng, int version, int32_t ratio, int32_t head_dim, int family, kvc_history *h);
+/* The same with a geometry pool: page rows and padding from `pool` (a
+ * stream per campaign slot), the caches, block table and cos_sin sized
+ * for the next power of two of the length; pool NULL: kvc_history_generate. */
+int kvc_history_generate_pooled(kvc_rng *rng, int version, int32_t ratio, int32_t head_dim, int family, kvc_rng *pool,
+                                kvc_history *h);
 void kvc_history_free(kvc_history *h);
 /* Feed the history in `mode` (seed draws the chunk sizes, drafts and
  * their wrong data).  Returns the first stage error, KVC_OK otherwise. */

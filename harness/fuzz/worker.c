@@ -209,7 +209,17 @@ static kvc_fuzz_outcome check_history(worker *w, kvc_gen_case *g, int64_t index,
     kvc_rng r;
     kvc_rng_seed(&r, w->o->seed, (uint64_t)index);
     kvc_history h;
-    kvc_history_generate(&r, kvc_variant(g->variant)->head_dim ? 41 : 4, 0, 0, g->family == KVC_FAM_ROUNDING_PROBE ? 0 : g->family, &h);
+    /* Under a geometry pool the history's page rows and padding are one
+     * campaign slot's (its sizes rounded up), as a generated case's are. */
+    kvc_rng pool, *pooled = NULL;
+    if (w->o->geometry_pool > 0) {
+        kvc_rng slot;
+        kvc_rng_seed(&slot, w->o->seed, 0x4157A000ull + (uint64_t)index);
+        kvc_rng_seed(&pool, w->o->seed, 0x4157B000ull + kvc_rng_below(&slot, (uint64_t)w->o->geometry_pool));
+        pooled = &pool;
+    }
+    kvc_history_generate_pooled(&r, kvc_variant(g->variant)->head_dim ? 41 : 4, 0, 0, g->family == KVC_FAM_ROUNDING_PROBE ? 0 : g->family,
+                                pooled, &h);
     kvc_feed_mode mode = (kvc_feed_mode)kvc_rng_range(&r, 1, 2);
     memset(v, 0, sizeof *v);
     omp_set_num_threads(w->target.threads);

@@ -171,3 +171,21 @@ def test_a_geometry_pool_bounds_the_geometries_of_each_stage(tmp_path):
     line = "geometries per stage (harness/fuzz/geometry.h): v4.compress %d, v41.rope_quant_insert %d (--geometry-pool 4)" % (
         counts["v4.compress"], counts["v41.rope_quant_insert"])
     assert line in pooled.output, pooled.output
+
+
+def test_a_geometry_pool_bounds_the_geometries_of_a_history(tmp_path):
+    """The chunking check's histories under --geometry-pool N: page rows
+    and padding are one of N slots', the caches, block table and cos_sin
+    are sized for the next power of two of the length (V4: 1..40 tokens
+    at R = 4, 7 sizes; 120..290 at R = 128, 3 sizes), the token count a
+    Triton class of 3: per slot and head dim at most (7 + 3) * 3 geometries
+    of v4.compress.  Without the pool every length and page count is one."""
+    pool = 4
+    options = dict(stages="history.v4", seed=5, cases=1000, invalid_rate=0, jobs=2, quiet=True)
+    pooled = kvcmp.fuzz("opt", geometry_pool=pool, out=str(tmp_path / "p"), **options)
+    free = kvcmp.fuzz("opt", geometry_pool=0, out=str(tmp_path / "f"), **options)
+    assert pooled.ok and free.ok, pooled.report() + free.report()
+    counts, free_counts = pooled.data["geometries"]["per_stage"], free.data["geometries"]["per_stage"]
+    assert 0 < counts["v4.compress"] <= pool * 2 * (7 + 3) * 3, counts
+    assert free_counts["v4.compress"] > 3 * counts["v4.compress"], (counts, free_counts)
+    assert free_counts["v4.save_partial_states"] > 3 * counts["v4.save_partial_states"], (counts, free_counts)
