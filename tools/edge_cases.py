@@ -352,11 +352,11 @@ def v4_save(root, name, positions, notes, expect=None):
     return c
 
 
-def v4_compress_d128(root, name, eps, tokens, notes, expect=None):
+def v4_compress_d128(root, name, eps, tokens, notes, expect=None, kv_row=None):
     """D = 128, R = 4, one request at positions 0..3 (BS 4, one state
-    page holding rows 0..3 = kv 1.0 everywhere, scores 0): token p = 3
-    closes.  `tokens` adds (position, slot, kv_slot, token_to_req) rows
-    that must be ignored.  cos_sin row 0: cos 1, sin 0."""
+    page holding rows 0..3 = kv_row, by default kv 1.0 everywhere, scores
+    0): token p = 3 closes.  `tokens` adds (position, slot, kv_slot,
+    token_to_req) rows that must be ignored.  cos_sin row 0: cos 1, sin 0."""
     D, W = 128, 256
     params = {'compress_ratio': 4, 'head_dim': D, 'eps': eps, 'cache_dtype': 'fp8_indexer'}
     c = Case(root, 'v4.compress', name, params, notes, expect)
@@ -367,7 +367,8 @@ def v4_compress_d128(root, name, eps, tokens, notes, expect=None):
     c.put('kv_slot_mapping', '<i8', (T,), [r[2] for r in rows])
     c.put('token_to_req', '<i4', (T,), [r[3] for r in rows])
     c.put('block_table', '<i4', (1, 1), [0])
-    state = ([1.0] * W + [0.0] * W) * 4
+    kv_row = kv_row or [1.0] * W
+    state = (kv_row + [0.0] * W) * 4
     c.put('state_cache', '<f4', (1, 4, 2 * W), state)
     c.put('norm_weight', '<f4', (D,), [1.0] * D)
     c.put('cos_sin', '<f4', (1, 64), [1.0] * 32 + [0.0] * 32)
@@ -375,8 +376,8 @@ def v4_compress_d128(root, name, eps, tokens, notes, expect=None):
     c.put('kv_cache', '|u1', (1, 2, 132), cache_in)
     if expect:
         return c
-    # Window w = 4..7 (q = 0..3) reads the second half, h = D: kv 1, score 0.
-    pooled = [pool([(1.0, 0.0)] * 4) for _ in range(D)]
+    # Window w = 4..7 (q = 0..3) reads the second half, h = D: score 0.
+    pooled = [pool([(kv_row[D + d], 0.0)] * 4) for d in range(D)]
     normed = rms_norm(pooled, [1.0] * D, eps)
     row = indexer_row(normed, [1.0] * 32, [0.0] * 32)
     out = list(cache_in)
@@ -512,6 +513,16 @@ def main():
     v4_compress_d128(root, 'd128_r4_non_closing_token_at_2p40_plus_1', 1e-06, [(P + 1, 2, 1, 0)],
                      'a token with both slots at position 2^40 + 1 (it does not close): its position is still checked, '
                      'index-out-of-range, nothing written (by hand).', expect='rejected: index-out-of-range')
+
+    # A pooled sum of zeros is +0 in v4.compress too (SPEC.md 4.2 step 2).
+    v4_compress_d128(root, 'd128_r4_pooled_negative_zeros_are_positive_zero', 1e-06, [],
+                     'kv -0 in every even dim of the state rows (1.0 in odd dims), scores 0; p = 3 closes a window of '
+                     'four such rows.  Step 2: acc = +0, fma(1, -0, +0) = +0 four times, pooled = +0 / 4 = +0 in every '
+                     'even dim; normed +0 * inv * 1 = +0; RoPE keeps it (fma(+0, 1, -(1 * 0)) = +0 + -0 = +0); bf16 '
+                     '0x0000, so every even code of the stored row is 0x00 (an accumulator started at -0 gives -0 all '
+                     'the way, code 0x80).  Odd dims: pooled 1, sumsq = 64, inv = RN(1 / RN(sqrt(RN(64 / 128) + '
+                     'RN(1e-6)))).  Even codes by hand; ' + BY_RULES + '.',
+                     kv_row=[-0.0 if d % 2 == 0 else 1.0 for d in range(256)])
 
 
 if __name__ == '__main__':
