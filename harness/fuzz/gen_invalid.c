@@ -1,7 +1,8 @@
-/* The generator's invalid metadata (harness/fuzz/gen.c): one field of a
- * valid case broken so that SPEC.md 8 refuses it. */
+/* The generator's invalid metadata: one field of a valid case broken so that SPEC.md 8 refuses it. */
 
-#include "harness/fuzz/gen_internal.h"
+#include "harness/fuzz/gen_invalid.h"
+
+#include "harness/fuzz/edges.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,7 +1,8 @@
-/* The generator's V4 and V4.1 cases (harness/fuzz/gen.c): each stage's
- * tensors filled for a planned batch. */
+/* The generator's V4 and V4.1 cases: each stage's tensors filled for a planned batch. */
 
-#include "harness/fuzz/gen_internal.h"
+#include "harness/fuzz/gen_variants.h"
+
+#include "harness/fuzz/gen_values.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,32 +1,13 @@
-/* What the generator's files share (gen.c: tables, case assembly and
- * entry points; gen_values.c: values, raw bit patterns, edges row by row,
- * padding slots; gen_variants.c: V4 and V4.1 cases; gen_invalid.c:
- * invalid metadata). */
-#ifndef KVCMP_HARNESS_FUZZ_GEN_INTERNAL_H
-#define KVCMP_HARNESS_FUZZ_GEN_INTERNAL_H
+/* The generator's case under assembly (gen, its sizes) and the helpers that build one (gen_assembly.c). */
+#ifndef KVCMP_HARNESS_FUZZ_GEN_ASSEMBLY_H
+#define KVCMP_HARNESS_FUZZ_GEN_ASSEMBLY_H
 
 #include "kvcmp/generate.h"
 
 #include <stdint.h>
-#include <string.h>
 
-#include "harness/fuzz/edges.h"
 #include "kvcmp/formats.h"
 #include "kvcmp/kvcmp.h"
-
-/* ldexpf(x, k) for finite x and |k| < 900: the double product is exact,
- * and its conversion rounds it once to fp32, as ldexpf does (subnormal
- * results included), without a libm call per value. */
-static inline float ldexpf_exact(float x, int k) {
-    uint64_t bits = (uint64_t)(1023 + k) << 52;
-    double two_k;
-    memcpy(&two_k, &bits, sizeof two_k);
-    return (float)((double)x * two_k);
-}
-
-/* x * 2^k with k drawn from [lo, hi] after x. */
-static inline float scaled(kvc_rng *r, float x, int lo, int hi) { return ldexpf_exact(x, (int)kvc_rng_range(r, lo, hi)); }
-static inline float random_sign(kvc_rng *r, float x) { return kvc_rng_chance(r, 1, 2) ? x : -x; }
 
 #define MAX_TOKENS 1100   /* the large_batch dimension's save batches: past 8 MiB of state rows */
 #define SMALL_TOKENS 96   /* every other case */
@@ -65,7 +46,6 @@ typedef struct {
  * pages, kv-cache rows, cos_sin rows, V4.1 ring blocks. */
 enum { Q_COLUMNS, Q_STATE_PAGES, Q_KV_ROWS, Q_COS_ROWS, Q_RING_BLOCKS, Q_COUNT };
 
-/* gen.c */
 int64_t pick_page_rows(gen *g, const int64_t *table, int n, uint64_t which);
 void pool_tier(gen *g, const int *which, const int64_t *needed, int n);
 int64_t rows_for(int64_t needed, int64_t per);
@@ -83,19 +63,5 @@ void append_padding(gen *g);
 void put_positions(gen *g);
 int64_t assign_output_rows(gen *g, int64_t *rows_out, int64_t *page_rows);
 void put_cos_sin(gen *g);
-
-/* gen_values.c */
-void edge_block(kvc_rng *r, float *block, int family);
-void apply_bit_patterns(gen *g);
-void shape_edge_rows(gen *g);
-void other_padding_slots(gen *g);
-
-/* gen_variants.c */
-void gen_v4(gen *g);
-void gen_v41_norm(gen *g, int forward);
-void gen_v41_insert(gen *g, kvc_cache_dtype dtype);
-
-/* gen_invalid.c */
-void corrupt(gen *g, char *what, size_t what_size);
 
 #endif
