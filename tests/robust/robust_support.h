@@ -146,6 +146,12 @@ static inline child_run run_kvcmp(char **argv, const child_options *opt) {
     cr_assert(pid >= 0);
     if (pid == 0) {
         setpgid(0, 0);
+        /* kvcmp starts as a user's command would: a test run from a
+         * background job (SIGINT ignored) or under nohup (SIGHUP ignored)
+         * would otherwise pass those dispositions on through exec. */
+        signal(SIGINT, SIG_DFL);
+        signal(SIGHUP, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
         dup2(out_fd, STDOUT_FILENO);
         dup2(err_fd, STDERR_FILENO);
         if (bait[1] != 3) { dup2(bait[1], 3); close(bait[1]); }
