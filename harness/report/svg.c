@@ -47,6 +47,32 @@ static void axis_titles(FILE *f, double x_mid, double x_y, const char *x_title, 
     fputs("</text>\n", f);
 }
 
+/* The log-scale count axis of a histogram: a grid line and label per power of ten. */
+static void log_ticks(FILE *f, double left, double plot_w, double top, double plot_h, int64_t most, double scale) {
+    for (double tick = 1; tick <= (double)most; tick *= 10) {
+        double y = top + plot_h - log10(1.0 + tick) * scale;
+        char text[16];
+        count_label(text, sizeof text, tick);
+        fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>", left, left + plot_w, y, y);
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\" text-anchor=\"end\" %s>%s</text>\n", left - 3, y + 3, FONT, text);
+    }
+}
+
+/* A bin's label under the plot, turned so that long ones fit. */
+static void bin_label(FILE *f, double x, double bar, double bottom, const char *label) {
+    fprintf(f, "<text transform=\"translate(%.1f,%.1f) rotate(-55)\" font-size=\"9\" text-anchor=\"end\" %s>", x + bar / 2 + 3,
+            bottom + 10, FONT);
+    kvc_html_text(f, label);
+    fputs("</text>\n", f);
+}
+
+/* The axis titles and the baseline, which end the picture. */
+static void log_axis_end(FILE *f, double left, double plot_w, double top, double plot_h, double height, const char *x_title) {
+    axis_titles(f, left + plot_w / 2, height - 6, x_title, top + plot_h / 2, "elements (log scale)");
+    fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#333\"/>\n</svg>\n", left, left + plot_w, top + plot_h,
+            top + plot_h);
+}
+
 void kvc_svg_histogram(FILE *f, const char *title, const char *x_title, const int64_t *counts, const char *const *labels, int bins,
                        int highlight_first) {
     const double width = 380, height = 236, left = 52, right = 8, top = 26, bottom = 74;
@@ -60,13 +86,7 @@ void kvc_svg_histogram(FILE *f, const char *title, const char *x_title, const in
     fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" role=\"img\">\n", width,
             height, width, height);
     title_text(f, left, 16, title);
-    for (double tick = 1; tick <= (double)most; tick *= 10) {
-        double y = top + plot_h - log10(1.0 + tick) * scale;
-        char text[16];
-        count_label(text, sizeof text, tick);
-        fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>", left, left + plot_w, y, y);
-        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\" text-anchor=\"end\" %s>%s</text>\n", left - 3, y + 3, FONT, text);
-    }
+    log_ticks(f, left, plot_w, top, plot_h, most, scale);
     for (int i = 0; i < bins; i++) {
         double h = log10(1.0 + (double)counts[i]) * scale, x = left + i * bar;
         const char *colour = highlight_first && i == 0 ? EXACT_COLOUR : BAR_COLOUR;
@@ -77,14 +97,9 @@ void kvc_svg_histogram(FILE *f, const char *title, const char *x_title, const in
             kvc_html_text(f, labels[i]);
             fprintf(f, ": %lld</title></rect>\n", (long long)counts[i]);
         }
-        fprintf(f, "<text transform=\"translate(%.1f,%.1f) rotate(-55)\" font-size=\"9\" text-anchor=\"end\" %s>", x + bar / 2 + 3,
-                top + plot_h + 10, FONT);
-        kvc_html_text(f, labels[i]);
-        fputs("</text>\n", f);
+        bin_label(f, x, bar, top + plot_h, labels[i]);
     }
-    axis_titles(f, left + plot_w / 2, height - 6, x_title, top + plot_h / 2, "elements (log scale)");
-    fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#333\"/>\n</svg>\n", left, left + plot_w, top + plot_h,
-            top + plot_h);
+    log_axis_end(f, left, plot_w, top, plot_h, height, x_title);
 }
 
 void kvc_svg_histogram_classes(FILE *f, const char *title, const char *x_title, const int64_t *contract, const int64_t *departures,
@@ -109,13 +124,7 @@ void kvc_svg_histogram_classes(FILE *f, const char *title, const char *x_title, 
         kvc_html_text(f, legend[k]);
         fputs("</text></g>\n", f);
     }
-    for (double tick = 1; tick <= (double)most; tick *= 10) {
-        double y = top + plot_h - log10(1.0 + tick) * scale;
-        char text[16];
-        count_label(text, sizeof text, tick);
-        fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>", left, left + plot_w, y, y);
-        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\" text-anchor=\"end\" %s>%s</text>\n", left - 3, y + 3, FONT, text);
-    }
+    log_ticks(f, left, plot_w, top, plot_h, most, scale);
     for (int i = 0; i < bins; i++) {
         double x = left + i * bar;
         const int64_t *counts[2] = {contract, departures};
@@ -130,14 +139,9 @@ void kvc_svg_histogram_classes(FILE *f, const char *title, const char *x_title, 
             kvc_html_text(f, labels[i]);
             fprintf(f, ": %lld</title></rect>\n", (long long)counts[k][i]);
         }
-        fprintf(f, "<text transform=\"translate(%.1f,%.1f) rotate(-55)\" font-size=\"9\" text-anchor=\"end\" %s>", x + bar / 2 + 3,
-                top + plot_h + 10, FONT);
-        kvc_html_text(f, labels[i]);
-        fputs("</text>\n", f);
+        bin_label(f, x, bar, top + plot_h, labels[i]);
     }
-    axis_titles(f, left + plot_w / 2, height - 6, x_title, top + plot_h / 2, "elements (log scale)");
-    fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#333\"/>\n</svg>\n", left, left + plot_w, top + plot_h,
-            top + plot_h);
+    log_axis_end(f, left, plot_w, top, plot_h, height, x_title);
 }
 
 /* Width that a label in 11px system-ui takes, roughly, for layout. */
